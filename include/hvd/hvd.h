@@ -1,0 +1,381 @@
+/*
+ * libhvd: MPI-native, Horovod-compatible collectives for data-parallel training.
+ *
+ * This header is the whole C ABI. It is valid C99 and C++ and includes only
+ * <stddef.h> and <stdint.h>; MPI types live in <hvd/hvd_mpi.h>.
+ *
+ * Conventions that hold for every function unless its comment says otherwise:
+ *
+ *  - Status: functions return hvd_status_t. On failure, hvd_last_error() returns a
+ *    sentence describing what was wrong on the calling thread; hvd_status_string()
+ *    gives the fixed meaning of the code. Query functions returning int return -1
+ *    when the library is not initialized.
+ *  - Threads: every function is thread-safe. Collectives may be enqueued from any
+ *    number of user threads at once; one background thread per process drives MPI.
+ *    hvd_init/hvd_shutdown must not race with each other.
+ *  - Names: a collective is identified across ranks by its name; ranks may enqueue
+ *    names in any order. A NULL name is replaced by an automatic name built from the
+ *    operation and a per-process call counter, so unnamed calls must then be made in
+ *    the same order on every rank. A name already in flight on this rank is
+ *    HVD_ERR_DUPLICATE_NAME.
+ *  - Agreement: all ranks of the process set must agree on the operation, dtype,
+ *    counts/shapes, root, reduce op, scale factors and device of a name; otherwise the
+ *    operation completes with HVD_ERR_MISMATCH on every rank and the runtime goes on.
+ *  - Memory: buffers are owned by the caller and must stay valid (and, for inputs,
+ *    unchanged) until the operation completes (the blocking call returns, or
+ *    hvd_wait returns for async calls). Outputs of unknown size are allocated by the
+ *    library (release with hvd_free) or by the allocator in hvd_op_options_t.
+ *  - In place: an operation is in place when sendbuf == recvbuf.
+ *  - Blocking calls are the async call followed by hvd_wait.
+ */
+#ifndef HVD_HVD_H
+#define HVD_HVD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define HVD_API
+#elif defined(__GNUC__)
+#define HVD_API __attribute__((visibility("default")))
+#else
+#define HVD_API
+#endif
+
+/* ---------------------------------------------------------------------------------
+ * Status codes. Values are pinned: once released they never change. The enum and
+ * the fixed sentences returned by hvd_status_string() come from this one list.
+ * ------------------------------------------------------------------------------ */
+#define HVD_STATUS_MAP(X)                                                                 \
+  X(HVD_SUCCESS, 0, "success")                                                            \
+  X(HVD_ERR_NOT_INITIALIZED, 1,                                                           \
+    "libhvd is not initialized (call hvd_init first, or after hvd_shutdown again)")       \
+  X(HVD_ERR_INVALID_ARGUMENT, 2,                                                          \
+    "invalid argument (hvd_last_error() names the argument and the accepted values)")     \
+  X(HVD_ERR_MISMATCH, 3,                                                                  \
+    "ranks disagree on an operation (hvd_last_error() names the tensor and the ranks)")   \
+  X(HVD_ERR_DUPLICATE_NAME, 4,                                                            \
+    "a tensor with this name is already in flight on this rank (wait for it, or rename)") \
+  X(HVD_ERR_SHUT_DOWN, 5, "libhvd was shut down before the operation completed")          \
+  X(HVD_ERR_TIMEOUT, 6,                                                                   \
+    "operation timed out because some ranks never submitted it (see "                     \
+    "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS)")                                               \
+  X(HVD_ERR_UNSUPPORTED, 7, "not supported by this build or for these arguments")         \
+  X(HVD_ERR_MPI, 8, "MPI call failed (run with HOROVOD_LOG_LEVEL=debug for details)")     \
+  X(HVD_ERR_CUDA, 9, "CUDA call failed, or no usable GPU (run with HOROVOD_LOG_LEVEL=debug)") \
+  X(HVD_ERR_NCCL, 10, "NCCL call failed (run with NCCL_DEBUG=INFO for details)")          \
+  X(HVD_ERR_NO_MEMORY, 11, "out of memory")                                               \
+  X(HVD_ERR_INTERNAL, 12, "internal error in libhvd (please report it with the log)")
+
+#define HVD_STATUS_ENUM_ENTRY_(name, value, text) name = value,
+typedef enum { HVD_STATUS_MAP(HVD_STATUS_ENUM_ENTRY_) } hvd_status_t;
+#undef HVD_STATUS_ENUM_ENTRY_
+
+/* Element types. HVD_FLOAT16 is IEEE binary16; HVD_BFLOAT16 is bfloat16; both are
+ * reduced in float32 on the host. HVD_BOOL is one byte, 0 or non-zero. */
+typedef enum {
+  HVD_UINT8,
+  HVD_INT8,
+  HVD_UINT16,
+  HVD_INT16,
+  HVD_INT32,
+  HVD_INT64,
+  HVD_FLOAT16,
+  HVD_BFLOAT16,
+  HVD_FLOAT32,
+  HVD_FLOAT64,
+  HVD_BOOL
+} hvd_dtype_t;
+
+/* Reduction operations, numbered as in Horovod. AVERAGE divides the sum by the
+ * number of ranks of the process set (integers: truncating division). For HVD_BOOL,
+ * SUM and MAX are logical or, MIN and PRODUCT logical and. */
+typedef enum {
+  HVD_OP_AVERAGE,
+  HVD_OP_SUM,
+  HVD_OP_ADASUM,
+  HVD_OP_MIN,
+  HVD_OP_MAX,
+  HVD_OP_PRODUCT
+} hvd_reduce_op_t;
+
+typedef int64_t hvd_handle_t;
+
+#define HVD_DEVICE_CPU (-1)
+#define HVD_GLOBAL_PROCESS_SET 0
+#define HVD_MAX_NDIM 32
+
+/* ---------------------------------------------------------------------------------
+ * Per-operation options. Extensible: struct_size comes first and is set by
+ * hvd_op_options_init() or HVD_OP_OPTIONS_INITIALIZER, so a program built against
+ * an older header keeps working with a newer library. Passing NULL where options are
+ * accepted means the defaults.
+ * ------------------------------------------------------------------------------ */
+
+/* Allocates nbytes for an output of unknown size. Called on libhvd's background
+ * thread; must be thread-safe; returns NULL on failure (the op then fails with
+ * HVD_ERR_NO_MEMORY). nbytes may be 0. */
+typedef void* (*hvd_allocator_fn)(size_t nbytes, int device, void* user_data);
+
+typedef struct hvd_op_options {
+  size_t struct_size;        /* sizeof(hvd_op_options_t); set by the initializer */
+  double prescale_factor;    /* multiplies the input before the reduction; 1.0 */
+  double postscale_factor;   /* multiplies the result after it; 1.0 */
+  int32_t device;            /* HVD_DEVICE_CPU, or the CUDA ordinal of the buffers */
+  int32_t process_set_id;    /* HVD_GLOBAL_PROCESS_SET or an id from hvd_add_process_set */
+  void* stream;              /* cudaStream_t the inputs were produced on; NULL = default */
+  hvd_allocator_fn allocator;/* for outputs of unknown size; NULL = library (hvd_free) */
+  void* allocator_user_data; /* passed to allocator */
+  uint8_t reserved[64];      /* zero; room for later fields */
+} hvd_op_options_t;
+
+#define HVD_OP_OPTIONS_INITIALIZER \
+  { sizeof(hvd_op_options_t), 1.0, 1.0, HVD_DEVICE_CPU, HVD_GLOBAL_PROCESS_SET, NULL, NULL, NULL, {0} }
+
+/* Fills *options with the defaults. HVD_ERR_INVALID_ARGUMENT if options is NULL.
+ * Callable before hvd_init. */
+HVD_API hvd_status_t hvd_op_options_init(hvd_op_options_t* options);
+
+/* ---------------------------------------------------------------------------------
+ * Life cycle
+ * ------------------------------------------------------------------------------ */
+
+/* Initializes the library on MPI_COMM_WORLD, calling MPI_Init_thread if nobody has
+ * (then hvd_shutdown finalizes MPI only at process exit, so hvd_init may be called
+ * again). Idempotent: a second call while initialized returns HVD_SUCCESS.
+ * Collective over all ranks. */
+HVD_API hvd_status_t hvd_init(void);
+
+/* As hvd_init, and creates nsets static process sets: set i holds the nranks[i]
+ * world ranks listed in ranks[i] (ascending, no duplicates). Their ids are 1..nsets
+ * in order. Collective; every rank passes the same sets. */
+HVD_API hvd_status_t hvd_init_with_process_sets(int nsets, const int* const* ranks,
+                                                const int* nranks);
+
+/* Stops the background thread; every pending operation completes with
+ * HVD_ERR_SHUT_DOWN. Safe to call when not initialized (HVD_SUCCESS). Collective in
+ * the sense that every rank should call it; a rank that calls it alone makes the
+ * others' operations fail with HVD_ERR_SHUT_DOWN rather than hang. */
+HVD_API hvd_status_t hvd_shutdown(void);
+
+/* 1 if initialized, else 0. */
+HVD_API int hvd_is_initialized(void);
+
+/* Rank and size in the global set; local = ranks on this node; cross = ranks with
+ * this rank's local rank, one per node. All return -1 before init. */
+HVD_API int hvd_rank(void);
+HVD_API int hvd_size(void);
+HVD_API int hvd_local_rank(void);
+HVD_API int hvd_local_size(void);
+HVD_API int hvd_cross_rank(void);
+HVD_API int hvd_cross_size(void);
+
+/* 1 if every node runs the same number of ranks, 0 if not, -1 before init. */
+HVD_API int hvd_is_homogeneous(void);
+
+/* The CUDA device this rank was pinned to, or -1 (no GPU, no CUDA, or pinning off). */
+HVD_API int hvd_gpu_device(void);
+
+/* Fixed sentence for a status (never NULL; "unknown status" for others). */
+HVD_API const char* hvd_status_string(hvd_status_t status);
+
+/* Detail of the last failure on the calling thread ("" if none). The pointer stays
+ * valid until the next libhvd call on this thread. */
+HVD_API const char* hvd_last_error(void);
+
+/* ---------------------------------------------------------------------------------
+ * Allreduce and broadcast
+ * ------------------------------------------------------------------------------ */
+
+/* Reduces count elements of sendbuf across the ranks into recvbuf (in place when
+ * sendbuf == recvbuf). count may be 0 and may exceed 2^31. */
+HVD_API hvd_status_t hvd_allreduce(const void* sendbuf, void* recvbuf, int64_t count,
+                                   hvd_dtype_t dtype, hvd_reduce_op_t op, const char* name);
+
+/* Copies count elements of root_rank's buffer into every rank's buffer. root_rank
+ * is a rank in the process set (global rank for the global set). */
+HVD_API hvd_status_t hvd_broadcast(void* buffer, int64_t count, hvd_dtype_t dtype,
+                                   int root_rank, const char* name);
+
+/* Asynchronous forms: enqueue and return a handle at once. Argument errors are
+ * returned immediately; errors found later (mismatch, shutdown, MPI) come from
+ * hvd_wait. options may be NULL. */
+HVD_API hvd_status_t hvd_allreduce_async(const void* sendbuf, void* recvbuf, int64_t count,
+                                         hvd_dtype_t dtype, hvd_reduce_op_t op,
+                                         const char* name, const hvd_op_options_t* options,
+                                         hvd_handle_t* handle);
+HVD_API hvd_status_t hvd_broadcast_async(void* buffer, int64_t count, hvd_dtype_t dtype,
+                                         int root_rank, const char* name,
+                                         const hvd_op_options_t* options,
+                                         hvd_handle_t* handle);
+
+/* Grouped allreduce: ntensors tensors of one dtype that complete together and are
+ * fused as one unit. Tensor i has counts[i] elements from sendbufs[i] into
+ * recvbufs[i]. Each tensor's name is "<name>.<i>". */
+HVD_API hvd_status_t hvd_grouped_allreduce(int ntensors, const void* const* sendbufs,
+                                           void* const* recvbufs, const int64_t* counts,
+                                           hvd_dtype_t dtype, hvd_reduce_op_t op,
+                                           const char* name,
+                                           const hvd_op_options_t* options);
+HVD_API hvd_status_t hvd_grouped_allreduce_async(int ntensors, const void* const* sendbufs,
+                                                 void* const* recvbufs,
+                                                 const int64_t* counts, hvd_dtype_t dtype,
+                                                 hvd_reduce_op_t op, const char* name,
+                                                 const hvd_op_options_t* options,
+                                                 hvd_handle_t* handle);
+
+/* ---------------------------------------------------------------------------------
+ * Allgather, alltoall, reducescatter. Tensors are row-major with ndim dimensions
+ * (1 <= ndim <= HVD_MAX_NDIM) given by shape; rows are along the first dimension.
+ * ------------------------------------------------------------------------------ */
+
+/* Concatenates every rank's rows, in rank order of the process set. The first
+ * dimension may differ per rank, the others must agree. On completion *recvbuf points
+ * to the output (allocated by options->allocator, or by libhvd: free with hvd_free),
+ * *recv_dim0 holds its first dimension and, if recv_dim0_per_rank is not NULL, entry
+ * r of it (set-size entries) the rows contributed by set rank r. The pointed-to
+ * outputs must stay valid until completion. */
+HVD_API hvd_status_t hvd_allgather(const void* sendbuf, int ndim, const int64_t* shape,
+                                   hvd_dtype_t dtype, void** recvbuf, int64_t* recv_dim0,
+                                   int64_t* recv_dim0_per_rank, const char* name,
+                                   const hvd_op_options_t* options);
+HVD_API hvd_status_t hvd_allgather_async(const void* sendbuf, int ndim, const int64_t* shape,
+                                         hvd_dtype_t dtype, void** recvbuf,
+                                         int64_t* recv_dim0, int64_t* recv_dim0_per_rank,
+                                         const char* name, const hvd_op_options_t* options,
+                                         hvd_handle_t* handle);
+
+/* Sends send_splits[r] rows to set rank r (send_splits: set-size entries summing to
+ * shape[0]; NULL splits the rows evenly, and shape[0] must then be divisible by the
+ * set size). The received rows, in rank order, go to *recvbuf (allocated as for
+ * allgather), their count to *recv_dim0, and the rows received from each rank to
+ * recv_splits (set-size entries; may be NULL). */
+HVD_API hvd_status_t hvd_alltoall(const void* sendbuf, int ndim, const int64_t* shape,
+                                  hvd_dtype_t dtype, const int64_t* send_splits,
+                                  void** recvbuf, int64_t* recv_dim0, int64_t* recv_splits,
+                                  const char* name, const hvd_op_options_t* options);
+HVD_API hvd_status_t hvd_alltoall_async(const void* sendbuf, int ndim, const int64_t* shape,
+                                        hvd_dtype_t dtype, const int64_t* send_splits,
+                                        void** recvbuf, int64_t* recv_dim0,
+                                        int64_t* recv_splits, const char* name,
+                                        const hvd_op_options_t* options,
+                                        hvd_handle_t* handle);
+
+/* Reduces the tensor across ranks (SUM or AVERAGE) and leaves set rank r with its
+ * block of rows: hvd_reducescatter_rows(shape[0], r, size) rows, the first
+ * shape[0] % size ranks getting one extra. recvbuf is provided by the caller. */
+HVD_API hvd_status_t hvd_reducescatter(const void* sendbuf, void* recvbuf, int ndim,
+                                       const int64_t* shape, hvd_dtype_t dtype,
+                                       hvd_reduce_op_t op, const char* name,
+                                       const hvd_op_options_t* options);
+HVD_API hvd_status_t hvd_reducescatter_async(const void* sendbuf, void* recvbuf, int ndim,
+                                             const int64_t* shape, hvd_dtype_t dtype,
+                                             hvd_reduce_op_t op, const char* name,
+                                             const hvd_op_options_t* options,
+                                             hvd_handle_t* handle);
+
+/* Rows that set rank set_rank receives from a reducescatter of dim0 rows over
+ * set_size ranks; -1 for invalid arguments. Pure function, callable before init. */
+HVD_API int64_t hvd_reducescatter_rows(int64_t dim0, int set_rank, int set_size);
+
+/* Releases memory that libhvd allocated for an output. NULL is ignored. */
+HVD_API void hvd_free(void* ptr);
+
+/* ---------------------------------------------------------------------------------
+ * Handles
+ * ------------------------------------------------------------------------------ */
+
+/* *done = 1 when the operation has completed (hvd_wait will not block), else 0.
+ * Unknown handle: HVD_ERR_INVALID_ARGUMENT. */
+HVD_API hvd_status_t hvd_poll(hvd_handle_t handle, int* done);
+
+/* Waits for the operation and returns its status; the handle is then released (a
+ * second wait is HVD_ERR_INVALID_ARGUMENT). */
+HVD_API hvd_status_t hvd_wait(hvd_handle_t handle);
+
+/* ---------------------------------------------------------------------------------
+ * Synchronization
+ * ------------------------------------------------------------------------------ */
+
+/* Returns when every rank of the process set has called it. */
+HVD_API hvd_status_t hvd_barrier(int32_t process_set_id);
+
+/* Declares that this rank has no more data for this epoch (Horovod's join): until
+ * every rank has joined, this rank contributes zeros to the others' allreduces
+ * (AVERAGE still divides by the full size). Returns when all ranks have joined, with
+ * *last_joined_rank (may be NULL) set to the last rank to join, the same on every
+ * rank. device is HVD_DEVICE_CPU or the CUDA ordinal used for the zero buffers. */
+HVD_API hvd_status_t hvd_join(int device, int* last_joined_rank);
+
+/* ---------------------------------------------------------------------------------
+ * Process sets. Set 0 is the global set. Adding and removing are collective over
+ * all ranks (every rank passes the same arguments).
+ * ------------------------------------------------------------------------------ */
+HVD_API hvd_status_t hvd_add_process_set(const int* ranks, int nranks, int32_t* process_set_id);
+HVD_API hvd_status_t hvd_remove_process_set(int32_t process_set_id);
+/* Rank of this process in the set, or -1 if not a member / unknown set / not init. */
+HVD_API int hvd_process_set_rank(int32_t process_set_id);
+/* Number of ranks in the set, or -1 if unknown / not init. */
+HVD_API int hvd_process_set_size(int32_t process_set_id);
+/* 1 if this rank is in the set, 0 if not, -1 if the set is unknown / not init. */
+HVD_API int hvd_process_set_included(int32_t process_set_id);
+/* Copies up to capacity member ranks (global ranks, ascending) into ranks and the
+ * number of members into *nranks. */
+HVD_API hvd_status_t hvd_process_set_ranks(int32_t process_set_id, int* ranks, int capacity,
+                                           int* nranks);
+/* Copies up to capacity ids of existing sets (ascending) and their number. */
+HVD_API hvd_status_t hvd_process_set_ids(int32_t* ids, int capacity, int* count);
+
+/* ---------------------------------------------------------------------------------
+ * Timeline (Chrome trace JSON, opened by Perfetto and chrome://tracing)
+ * ------------------------------------------------------------------------------ */
+HVD_API hvd_status_t hvd_start_timeline(const char* file_path, int mark_cycles);
+HVD_API hvd_status_t hvd_stop_timeline(void);
+
+/* ---------------------------------------------------------------------------------
+ * Traffic counters: bytes this rank has sent through collectives since init.
+ * ------------------------------------------------------------------------------ */
+typedef struct hvd_counters {
+  size_t struct_size;         /* set by the caller to sizeof(hvd_counters_t) */
+  uint64_t global_bytes;      /* over the global (or process-set) communicator */
+  uint64_t local_bytes;       /* over the node-local communicator */
+  uint64_t cross_bytes;       /* over the cross-node communicator */
+  uint64_t collectives;       /* data collectives executed */
+  uint64_t negotiation_rounds;/* negotiation rounds run */
+  uint64_t reserved[8];
+} hvd_counters_t;
+HVD_API hvd_status_t hvd_get_counters(hvd_counters_t* counters);
+
+/* ---------------------------------------------------------------------------------
+ * Version and build
+ * ------------------------------------------------------------------------------ */
+
+/* MAJOR * 10000 + MINOR * 100 + PATCH of the library (compare with
+ * HVD_VERSION_NUMBER from <hvd/hvd_version.h>). */
+HVD_API int hvd_version(void);
+HVD_API const char* hvd_version_string(void);
+
+/* 1 if the library was built with the component, else 0. */
+HVD_API int hvd_mpi_built(void);
+HVD_API int hvd_cuda_built(void);
+HVD_API int hvd_nccl_built(void);
+HVD_API int hvd_hwloc_built(void);
+
+/* Name of the MPI library the runtime is linked with, e.g. "MPICH 4.0.2". */
+HVD_API const char* hvd_mpi_library_version(void);
+
+/* Current value of a configuration knob by its environment name (e.g.
+ * "HOROVOD_FUSION_THRESHOLD"), written as text into buf (NUL-terminated, truncated
+ * to len). HVD_ERR_INVALID_ARGUMENT for an unknown name. Callable before init
+ * (reports the environment and defaults). */
+HVD_API hvd_status_t hvd_param_get(const char* name, char* buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HVD_HVD_H */

@@ -1,0 +1,204 @@
+// Exported: the collectives, handles and synchronization.
+#include <cstdlib>
+
+#include "api/validate.h"
+#include "core/dtype.h"
+#include "core/enqueue.h"
+#include "hvd/hvd.h"
+
+using namespace hvd;
+
+namespace {
+
+// Common checks and the request skeleton for every tensor operation.
+Error begin(const char* function, const hvd_op_options_t* options, std::shared_ptr<Runtime>* rt,
+            OpOptions* opts, std::shared_ptr<ProcessSet>* set) {
+  Error err = require_runtime(function, rt);
+  if (err.ok()) err = read_options(options, opts);
+  if (err.ok()) err = check_process_set(**rt, opts->process_set, set);
+  return err;
+}
+
+Request make_request(const std::string& name, const OpOptions& opts, OpType op, hvd_dtype_t dtype) {
+  Request r;
+  r.name = name;
+  r.spec.op = op;
+  r.spec.dtype = dtype;
+  r.spec.device = opts.device;
+  r.spec.process_set = opts.process_set;
+  r.spec.prescale = opts.prescale;
+  r.spec.postscale = opts.postscale;
+  r.stream = opts.stream;
+  r.allocator = opts.allocator;
+  r.allocator_data = opts.allocator_data;
+  return r;
+}
+
+Error allreduce_request(Runtime& rt, const void* sendbuf, void* recvbuf, int64_t count,
+                        hvd_dtype_t dtype, hvd_reduce_op_t op, const char* name,
+                        const OpOptions& opts, Request* out) {
+  Error err = check_dtype(dtype);
+  if (err.ok()) err = check_reduce_op(op, dtype, opts);
+  if (err.ok()) err = check_count(count, dtype);
+  if (!err.ok()) return err;
+  const int64_t bytes = count * static_cast<int64_t>(dtype_size(dtype));
+  if (!(err = check_buffer(sendbuf, bytes, "sendbuf")).ok()) return err;
+  if (!(err = check_buffer(recvbuf, bytes, "recvbuf")).ok()) return err;
+  std::string resolved;
+  if (!(err = resolve_name(rt, name, "allreduce", &resolved)).ok()) return err;
+  *out = make_request(resolved, opts, OpType::Allreduce, dtype);
+  out->spec.reduce_op = op;
+  out->spec.shape = {count};
+  out->send = sendbuf;
+  out->recv = recvbuf;
+  return Error::success();
+}
+
+}  // namespace
+
+extern "C" {
+
+HVD_API hvd_status_t hvd_allreduce_async(const void* sendbuf, void* recvbuf, int64_t count,
+                                         hvd_dtype_t dtype, hvd_reduce_op_t op,
+                                         const char* name, const hvd_op_options_t* options,
+                                         hvd_handle_t* handle) {
+  HVD_API_GUARD({
+    std::shared_ptr<Runtime> rt;
+    OpOptions opts;
+    std::shared_ptr<ProcessSet> set;
+    HVD_TRY(check_handle_out(handle));
+    HVD_TRY(begin("hvd_allreduce_async", options, &rt, &opts, &set));
+    std::vector<Request> requests(1);
+    HVD_TRY(allreduce_request(*rt, sendbuf, recvbuf, count, dtype, op, name, opts, &requests[0]));
+    return finish(enqueue(*rt, std::move(requests), handle));
+  })
+}
+
+HVD_API hvd_status_t hvd_allreduce(const void* sendbuf, void* recvbuf, int64_t count,
+                                   hvd_dtype_t dtype, hvd_reduce_op_t op, const char* name) {
+  HVD_API_GUARD({
+    hvd_handle_t handle;
+    hvd_status_t status =
+        hvd_allreduce_async(sendbuf, recvbuf, count, dtype, op, name, nullptr, &handle);
+    if (status != HVD_SUCCESS) return status;
+    return hvd_wait(handle);
+  })
+}
+
+HVD_API hvd_status_t hvd_grouped_allreduce_async(int ntensors, const void* const* sendbufs,
+                                                 void* const* recvbufs, const int64_t* counts,
+                                                 hvd_dtype_t dtype, hvd_reduce_op_t op,
+                                                 const char* name,
+                                                 const hvd_op_options_t* options,
+                                                 hvd_handle_t* handle) {
+  HVD_API_GUARD({
+    std::shared_ptr<Runtime> rt;
+    OpOptions opts;
+    std::shared_ptr<ProcessSet> set;
+    HVD_TRY(check_handle_out(handle));
+    HVD_TRY(begin("hvd_grouped_allreduce_async", options, &rt, &opts, &set));
+    if (ntensors <= 0)
+      return fail(HVD_ERR_INVALID_ARGUMENT, "ntensors is %d; a group needs at least one tensor",
+                  ntensors);
+    if (!sendbufs || !recvbufs || !counts)
+      return fail(HVD_ERR_INVALID_ARGUMENT, "sendbufs, recvbufs and counts must not be NULL");
+    std::string base;
+    HVD_TRY(resolve_name(*rt, name, "grouped_allreduce", &base));
+    std::vector<Request> requests(static_cast<size_t>(ntensors));
+    for (int i = 0; i < ntensors; ++i) {
+      std::string member = base + "." + std::to_string(i);
+      HVD_TRY(allreduce_request(*rt, sendbufs[i], recvbufs[i], counts[i], dtype, op,
+                                member.c_str(), opts, &requests[i]));
+      requests[i].spec.group_size = ntensors;
+    }
+    return finish(enqueue(*rt, std::move(requests), handle));
+  })
+}
+
+HVD_API hvd_status_t hvd_grouped_allreduce(int ntensors, const void* const* sendbufs,
+                                           void* const* recvbufs, const int64_t* counts,
+                                           hvd_dtype_t dtype, hvd_reduce_op_t op,
+                                           const char* name, const hvd_op_options_t* options) {
+  HVD_API_GUARD({
+    hvd_handle_t handle;
+    hvd_status_t status = hvd_grouped_allreduce_async(ntensors, sendbufs, recvbufs, counts, dtype,
+                                                      op, name, options, &handle);
+    if (status != HVD_SUCCESS) return status;
+    return hvd_wait(handle);
+  })
+}
+
+HVD_API hvd_status_t hvd_broadcast_async(void* buffer, int64_t count, hvd_dtype_t dtype,
+                                         int root_rank, const char* name,
+                                         const hvd_op_options_t* options,
+                                         hvd_handle_t* handle) {
+  HVD_API_GUARD({
+    std::shared_ptr<Runtime> rt;
+    OpOptions opts;
+    std::shared_ptr<ProcessSet> set;
+    HVD_TRY(check_handle_out(handle));
+    HVD_TRY(begin("hvd_broadcast_async", options, &rt, &opts, &set));
+    HVD_TRY(check_dtype(dtype));
+    HVD_TRY(check_count(count, dtype));
+    HVD_TRY(check_buffer(buffer, count * static_cast<int64_t>(dtype_size(dtype)), "buffer"));
+    if (root_rank < 0 || root_rank >= set->size())
+      return fail(HVD_ERR_INVALID_ARGUMENT,
+                  "root_rank is %d; it must be a rank of the process set, 0 to %d", root_rank,
+                  set->size() - 1);
+    std::string resolved;
+    HVD_TRY(resolve_name(*rt, name, "broadcast", &resolved));
+    std::vector<Request> requests(1);
+    Request& r = requests[0];
+    r = make_request(resolved, opts, OpType::Broadcast, dtype);
+    // Scale factors mean nothing to a broadcast; they are not negotiated.
+    r.spec.prescale = r.spec.postscale = 1.0;
+    r.spec.root = root_rank;
+    r.spec.shape = {count};
+    r.send = buffer;
+    r.recv = buffer;
+    return finish(enqueue(*rt, std::move(requests), handle));
+  })
+}
+
+HVD_API hvd_status_t hvd_broadcast(void* buffer, int64_t count, hvd_dtype_t dtype, int root_rank,
+                                   const char* name) {
+  HVD_API_GUARD({
+    hvd_handle_t handle;
+    hvd_status_t status =
+        hvd_broadcast_async(buffer, count, dtype, root_rank, name, nullptr, &handle);
+    if (status != HVD_SUCCESS) return status;
+    return hvd_wait(handle);
+  })
+}
+
+HVD_API hvd_status_t hvd_poll(hvd_handle_t handle, int* done) {
+  HVD_API_GUARD({
+    if (!done) return fail(HVD_ERR_INVALID_ARGUMENT, "done (the output pointer) is NULL");
+    std::shared_ptr<Runtime> rt;
+    HVD_TRY(require_runtime("hvd_poll", &rt));
+    auto state = rt->handles.find(handle);
+    if (!state)
+      return fail(HVD_ERR_INVALID_ARGUMENT,
+                  "unknown handle %lld: it was never returned by libhvd, or was already waited for",
+                  static_cast<long long>(handle));
+    *done = state->done() ? 1 : 0;
+    return HVD_SUCCESS;
+  })
+}
+
+HVD_API hvd_status_t hvd_wait(hvd_handle_t handle) {
+  HVD_API_GUARD({
+    std::shared_ptr<Runtime> rt;
+    HVD_TRY(require_runtime("hvd_wait", &rt));
+    return finish(wait_handle(*rt, handle));
+  })
+}
+
+HVD_API int64_t hvd_reducescatter_rows(int64_t dim0, int set_rank, int set_size) {
+  if (dim0 < 0 || set_size <= 0 || set_rank < 0 || set_rank >= set_size) return -1;
+  return dim0 / set_size + (set_rank < dim0 % set_size ? 1 : 0);
+}
+
+HVD_API void hvd_free(void* ptr) { std::free(ptr); }
+
+}  // extern "C"

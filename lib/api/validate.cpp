@@ -1,0 +1,158 @@
+#include "api/validate.h"
+
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+
+#include "core/dtype.h"
+#include "core/enqueue.h"
+#include "core/wire.h"
+#include "hvd_build_config.h"
+
+namespace hvd {
+
+Error require_runtime(const char* function, std::shared_ptr<Runtime>* rt) {
+  *rt = current_runtime();
+  if (!*rt)
+    return make_error(HVD_ERR_NOT_INITIALIZED,
+                      "%s called before hvd_init (or after hvd_shutdown): call hvd_init first",
+                      function);
+  return Error::success();
+}
+
+Error read_options(const hvd_op_options_t* options, OpOptions* out) {
+  *out = OpOptions{};
+  if (!options) return Error::success();
+  const size_t size = options->struct_size;
+  if (size < offsetof(hvd_op_options_t, device))
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "options->struct_size is %zu: initialize the options with "
+                      "hvd_op_options_init() or HVD_OP_OPTIONS_INITIALIZER",
+                      size);
+  auto has = [size](size_t offset, size_t field) { return size >= offset + field; };
+  out->prescale = options->prescale_factor;
+  out->postscale = options->postscale_factor;
+  if (has(offsetof(hvd_op_options_t, device), sizeof(int32_t))) out->device = options->device;
+  if (has(offsetof(hvd_op_options_t, process_set_id), sizeof(int32_t)))
+    out->process_set = options->process_set_id;
+  if (has(offsetof(hvd_op_options_t, stream), sizeof(void*))) out->stream = options->stream;
+  if (has(offsetof(hvd_op_options_t, allocator), sizeof(void*))) out->allocator = options->allocator;
+  if (has(offsetof(hvd_op_options_t, allocator_user_data), sizeof(void*)))
+    out->allocator_data = options->allocator_user_data;
+  if (!std::isfinite(out->prescale) || !std::isfinite(out->postscale))
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "prescale_factor (%g) and postscale_factor (%g) must be finite numbers",
+                      out->prescale, out->postscale);
+  return check_device(out->device);
+}
+
+Error check_dtype(hvd_dtype_t dtype) {
+  if (!dtype_valid(dtype))
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "dtype %d is not an hvd_dtype_t (HVD_UINT8 = 0 ... HVD_BOOL = %d)",
+                      static_cast<int>(dtype), HVD_BOOL);
+  return Error::success();
+}
+
+Error check_reduce_op(hvd_reduce_op_t op, hvd_dtype_t dtype, const OpOptions& options) {
+  if (!reduce_op_valid(op))
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "reduce op %d is not an hvd_reduce_op_t (HVD_OP_AVERAGE = 0 ... "
+                      "HVD_OP_PRODUCT = %d)",
+                      static_cast<int>(op), HVD_OP_PRODUCT);
+  if (op == HVD_OP_ADASUM)
+    return make_error(HVD_ERR_UNSUPPORTED,
+                      "HVD_OP_ADASUM is not available in this version of libhvd; use "
+                      "HVD_OP_AVERAGE or HVD_OP_SUM");
+  if (dtype == HVD_BOOL && op == HVD_OP_AVERAGE)
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "HVD_OP_AVERAGE is not defined for HVD_BOOL; use SUM (logical or) or MIN "
+                      "(logical and)");
+  if (dtype == HVD_BOOL && (options.prescale != 1.0 || options.postscale != 1.0))
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "prescale/postscale factors cannot be applied to HVD_BOOL tensors");
+  return Error::success();
+}
+
+Error check_buffer(const void* buffer, int64_t bytes, const char* what) {
+  if (!buffer && bytes > 0)
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "%s is NULL but the tensor has %lld bytes", what,
+                      static_cast<long long>(bytes));
+  return Error::success();
+}
+
+Error check_count(int64_t count, hvd_dtype_t dtype) {
+  if (count < 0)
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "count is %lld; it must be 0 or more",
+                      static_cast<long long>(count));
+  if (count > INT64_MAX / 8 / static_cast<int64_t>(dtype_size(dtype)))
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "count %lld is too large to address",
+                      static_cast<long long>(count));
+  return Error::success();
+}
+
+Error check_shape(int ndim, const int64_t* shape, hvd_dtype_t dtype) {
+  if (ndim < 1 || ndim > HVD_MAX_NDIM)
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "ndim is %d; it must be 1 to %d", ndim,
+                      HVD_MAX_NDIM);
+  if (!shape) return make_error(HVD_ERR_INVALID_ARGUMENT, "shape is NULL");
+  int64_t total = 1;
+  for (int i = 0; i < ndim; ++i) {
+    if (shape[i] < 0)
+      return make_error(HVD_ERR_INVALID_ARGUMENT, "shape[%d] is %lld; dimensions must be >= 0", i,
+                        static_cast<long long>(shape[i]));
+    if (shape[i] > 0 && total > INT64_MAX / 16 / shape[i])
+      return make_error(HVD_ERR_INVALID_ARGUMENT, "the shape has too many elements to address");
+    total *= shape[i];
+  }
+  return check_count(total, dtype);
+}
+
+Error check_handle_out(const hvd_handle_t* handle) {
+  if (!handle) return make_error(HVD_ERR_INVALID_ARGUMENT, "handle (the output pointer) is NULL");
+  return Error::success();
+}
+
+Error check_process_set(Runtime& rt, int32_t id, std::shared_ptr<ProcessSet>* set) {
+  *set = rt.sets.find(id);
+  if (!*set)
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "process set %d does not exist (see hvd_add_process_set)", id);
+  if (!(*set)->member())
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "this rank (%d) is not a member of process set %d; only its members may "
+                      "run operations on it",
+                      rt.rank, id);
+  return Error::success();
+}
+
+Error check_device(int32_t device) {
+  if (device == HVD_DEVICE_CPU) return Error::success();
+  if (device < 0)
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "device is %d; use HVD_DEVICE_CPU (-1) or a CUDA device ordinal", device);
+  if (!HVD_HAVE_CUDA)
+    return make_error(HVD_ERR_UNSUPPORTED,
+                      "device %d requested, but this libhvd was built without CUDA", device);
+  return Error::success();
+}
+
+Error resolve_name(Runtime& rt, const char* name, const char* op, std::string* out) {
+  if (!name) {
+    *out = auto_name(rt, op);
+    return Error::success();
+  }
+  size_t len = strnlen(name, kMaxNameBytes + 1);
+  if (len > kMaxNameBytes)
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "tensor name is longer than %zu bytes",
+                      kMaxNameBytes);
+  out->assign(name, len);
+  return Error::success();
+}
+
+hvd_status_t finish(const Error& error) {
+  if (error.ok()) return HVD_SUCCESS;
+  return fail(error);
+}
+
+}  // namespace hvd

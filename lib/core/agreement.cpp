@@ -1,0 +1,128 @@
+#include "core/agreement.h"
+
+#include <functional>
+#include <map>
+
+#include "core/dtype.h"
+
+namespace hvd {
+
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape, size_t from) {
+  std::string s = "[";
+  for (size_t i = from; i < shape.size(); ++i) {
+    if (i > from) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+std::string double_text(double d) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", d);
+  return buf;
+}
+
+struct Field {
+  const char* what;
+  std::function<std::string(const TensorSpec&)> describe;
+};
+
+// Groups ranks by the value they announced: "rank 0: 10; ranks 1, 2: 12".
+std::string group_ranks(const std::vector<std::string>& values, const std::vector<int>& ranks) {
+  std::map<std::string, std::vector<int>> groups;
+  std::vector<std::string> order;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!groups.count(values[i])) order.push_back(values[i]);
+    groups[values[i]].push_back(ranks[i]);
+  }
+  std::string out;
+  for (const std::string& value : order) {
+    const std::vector<int>& rs = groups[value];
+    if (!out.empty()) out += "; ";
+    out += rs.size() == 1 ? "rank " : "ranks ";
+    for (size_t i = 0; i < rs.size(); ++i) {
+      if (i > 0) out += ", ";
+      if (i == 8 && rs.size() > 10) {
+        out += "... (" + std::to_string(rs.size()) + " ranks)";
+        break;
+      }
+      out += std::to_string(rs[i]);
+    }
+    out += ": " + value;
+  }
+  return out;
+}
+
+}  // namespace
+
+Response agree(const std::string& key, const std::string& name,
+               const std::vector<TensorSpec>& specs, const std::vector<int>& world_ranks) {
+  Response response;
+  response.key = key;
+  response.name = name;
+  response.spec = specs[0];
+  const OpType op = specs[0].op;
+  const bool rows_differ = op == OpType::Allgather || op == OpType::Alltoall;
+
+  std::vector<Field> fields = {
+      {"operation", [](const TensorSpec& s) { return std::string(op_type_name(s.op)); }},
+      {"dtype", [](const TensorSpec& s) { return std::string(dtype_name(s.dtype)); }},
+      {"device",
+       [](const TensorSpec& s) {
+         return s.device == HVD_DEVICE_CPU ? std::string("cpu") : "gpu " + std::to_string(s.device);
+       }},
+      {"number of dimensions",
+       [](const TensorSpec& s) { return std::to_string(s.shape.size()); }},
+  };
+  if (op == OpType::Allreduce || op == OpType::Reducescatter) {
+    fields.push_back({"reduce op", [](const TensorSpec& s) {
+                        return std::string(reduce_op_name(s.reduce_op));
+                      }});
+    fields.push_back({"prescale factor", [](const TensorSpec& s) { return double_text(s.prescale); }});
+    fields.push_back({"postscale factor", [](const TensorSpec& s) { return double_text(s.postscale); }});
+    fields.push_back({"group size", [](const TensorSpec& s) { return std::to_string(s.group_size); }});
+  }
+  if (op == OpType::Broadcast)
+    fields.push_back({"root rank", [](const TensorSpec& s) { return std::to_string(s.root); }});
+  if (op == OpType::Allreduce || op == OpType::Broadcast) {
+    fields.push_back({"count", [](const TensorSpec& s) { return std::to_string(s.num_elements()); }});
+  } else if (op == OpType::Reducescatter) {
+    fields.push_back({"shape", [](const TensorSpec& s) { return shape_text(s.shape, 0); }});
+  } else if (rows_differ) {
+    fields.push_back({"shape after the first dimension",
+                      [](const TensorSpec& s) { return shape_text(s.shape, 1); }});
+  }
+  if (op == OpType::Alltoall)
+    fields.push_back({"number of send splits",
+                      [](const TensorSpec& s) { return std::to_string(s.splits.size()); }});
+
+  for (const Field& field : fields) {
+    std::vector<std::string> values;
+    bool differ = false;
+    for (const TensorSpec& s : specs) {
+      values.push_back(field.describe(s));
+      differ = differ || values.back() != values.front();
+    }
+    if (differ) {
+      response.error = make_error(HVD_ERR_MISMATCH, "tensor '%s': ranks disagree on the %s: %s",
+                                  name.c_str(), field.what,
+                                  group_ranks(values, world_ranks).c_str());
+      return response;
+    }
+  }
+
+  if (op == OpType::Allgather) {
+    for (const TensorSpec& s : specs) response.per_rank.push_back(s.shape.empty() ? 0 : s.shape[0]);
+    response.spec.shape[0] = 0;  // per rank
+  } else if (op == OpType::Alltoall) {
+    for (const TensorSpec& s : specs)
+      response.per_rank.insert(response.per_rank.end(), s.splits.begin(), s.splits.end());
+    response.spec.splits.clear();
+    if (!response.spec.shape.empty()) response.spec.shape[0] = 0;
+  }
+  return response;
+}
+
+}  // namespace hvd

@@ -1,0 +1,234 @@
+#include "core/background.h"
+
+#include <sys/prctl.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/log.h"
+
+namespace hvd {
+
+namespace {
+
+constexpr int kDoorbellTag = 17;
+
+void sleep_us(int64_t us) {
+  timespec ts{static_cast<time_t>(us / 1000000), static_cast<long>((us % 1000000) * 1000)};
+  nanosleep(&ts, nullptr);
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (i) s += ", ";
+    if (i == 16) {
+      s += "... (" + std::to_string(ranks.size()) + " ranks)";
+      break;
+    }
+    s += std::to_string(ranks[i]);
+  }
+  return s;
+}
+
+}  // namespace
+
+BackgroundLoop::BackgroundLoop(Runtime& runtime)
+    : rt_(runtime),
+      controller_(runtime.rank, runtime.size, static_cast<size_t>(runtime.params.cache_capacity),
+                  &runtime.sets),
+      host_(runtime.params.allreduce_chunk_bytes, &runtime.counters),
+      executor_(&host_, &runtime.sets,
+                [this](Request&& r, const Error& e) { complete(std::move(r), e); }) {
+  fusion_.threshold = rt_.params.fusion_threshold;
+  fusion_.inplace_min_bytes = rt_.params.inplace_min_bytes;
+  fusion_.disable_group_fusion = rt_.params.disable_group_fusion;
+  bits_.resize(controller_.bit_words());
+  bits_result_.resize(controller_.bit_words());
+}
+
+BackgroundLoop::~BackgroundLoop() = default;
+
+void BackgroundLoop::complete(Request&& request, const Error& result) {
+  rt_.queue.release_name(TensorQueue::key_of(request.spec.process_set, request.name));
+  if (request.handle) request.handle->complete(result);
+}
+
+void BackgroundLoop::fail_everything(const Error& error) {
+  rt_.queue.close(error.message);
+  std::vector<Request> queued;
+  rt_.queue.drain(&queued);
+  controller_.intake(std::move(queued));
+  for (Request& r : controller_.take_all_local()) complete(std::move(r), error);
+}
+
+bool BackgroundLoop::poll_doorbell() {
+  bool rang = false;
+  while (true) {
+    int flag = 0;
+    MPI_Test(&doorbell_request_, &flag, MPI_STATUS_IGNORE);
+    if (!flag) break;
+    if (doorbell_value_ >= round_) rang = true;  // older values are stale duplicates
+    MPI_Irecv(&doorbell_value_, 1, MPI_INT64_T, MPI_ANY_SOURCE, kDoorbellTag, rt_.control,
+              &doorbell_request_);
+  }
+  return rang;
+}
+
+void BackgroundLoop::ring_doorbells() {
+  int64_t value = round_;
+  for (int r = 0; r < rt_.size; ++r) {
+    if (r == rt_.rank) continue;
+    // Eight bytes always go eagerly: the send returns without waiting for the peer.
+    MPI_Send(&value, 1, MPI_INT64_T, r, kDoorbellTag, rt_.control);
+  }
+}
+
+void BackgroundLoop::wait_for_round() {
+  if (mode_ == Mode::Continue || rt_.size == 1) {
+    if (rt_.size == 1 && mode_ != Mode::Continue) {
+      // Alone: nobody to wait for; sleep until there is work.
+      while (!rt_.queue.wait(rt_.params.idle_poll_ms * 1000)) {
+      }
+    }
+    return;
+  }
+  const int64_t poll_us = rt_.params.poll_us;
+  const int64_t idle_poll_us = rt_.params.idle_poll_ms * 1000;
+  const double deadline = last_round_end_ + rt_.params.cycle_time_ms * 1e-3;
+  while (true) {
+    if (poll_doorbell()) return;
+    if (rt_.rank == 0) inspect_stalls();
+    int64_t timeout_us = idle_poll_us;
+    if (mode_ == Mode::Waiting) {
+      double left = deadline - now_seconds();
+      if (left <= 0) return;
+      timeout_us = std::min<int64_t>(poll_us, static_cast<int64_t>(std::ceil(left * 1e6)));
+    }
+    if (rt_.queue.wait(timeout_us) || controller_.has_unannounced()) {
+      ring_doorbells();
+      return;
+    }
+  }
+}
+
+Error BackgroundLoop::wait_request(MPI_Request* request) {
+  int flag = 0;
+  const double spin_until = now_seconds() + rt_.params.spin_us * 1e-6;
+  while (now_seconds() < spin_until) {
+    MPI_Test(request, &flag, MPI_STATUS_IGNORE);
+    if (flag) return Error::success();
+  }
+  int64_t nap = 1;
+  while (true) {
+    int rc = MPI_Test(request, &flag, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Test");
+    if (flag) return Error::success();
+    sleep_us(nap);
+    nap = std::min<int64_t>(nap * 2, rt_.params.poll_us);
+  }
+}
+
+void BackgroundLoop::inspect_stalls() {
+  if (rt_.params.stall_check_disable || rt_.params.stall_check_time_s <= 0) return;
+  double now = now_seconds();
+  if (now - last_stall_check_ < 1.0) return;
+  last_stall_check_ = now;
+  for (const Controller::Stalled& s : controller_.stalled(now - rt_.params.stall_check_time_s)) {
+    if (stall_warned_.insert(s.key).second)
+      HVD_LOG(Warning,
+              "tensor '%s' has waited %.0f s for ranks %s: they have not submitted it (a "
+              "rank stopped, skipped the tensor or named it differently)",
+              s.name.c_str(), now - s.first_seen, rank_list(s.missing_ranks).c_str());
+    double limit = rt_.params.stall_shutdown_time_s;
+    if (limit > 0 && now - s.first_seen >= limit) {
+      controller_.decide_timeout(
+          s, "tensor '" + s.name + "' timed out after " + std::to_string(static_cast<int>(limit)) +
+                 " s (HOROVOD_STALL_SHUTDOWN_TIME_SECONDS): ranks " + rank_list(s.missing_ranks) +
+                 " never submitted it");
+      stall_warned_.erase(s.key);
+    }
+  }
+}
+
+Error BackgroundLoop::run_round(bool* shutdown) {
+  std::vector<Request> fresh;
+  rt_.queue.drain(&fresh);
+  if (!fresh.empty()) controller_.intake(std::move(fresh));
+  if (rt_.rank == 0 && mode_ != Mode::Idle) inspect_stalls();
+
+  controller_.fill_bits(bits_.data(), rt_.shutdown_requested.load());
+  MPI_Request request;
+  int rc = MPI_Iallreduce(bits_.data(), bits_result_.data(), static_cast<int>(bits_.size()),
+                          MPI_UINT64_T, MPI_BAND, rt_.control, &request);
+  if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Iallreduce (negotiation)");
+  Error err = wait_request(&request);
+  if (!err.ok()) return err;
+  rt_.rounds.fetch_add(1, std::memory_order_relaxed);
+  RoundFlags flags = controller_.apply_bits(bits_result_.data());
+
+  if (flags.any_announcements) {
+    message_.clear();
+    controller_.encode_message(&message_);
+    int mine = static_cast<int>(message_.size());
+    std::vector<int> counts(rt_.size), displs(rt_.size);
+    rc = MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, rt_.control);
+    if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Allgather (negotiation)");
+    int64_t total = 0;
+    for (int r = 0; r < rt_.size; ++r) {
+      displs[r] = static_cast<int>(total);
+      total += counts[r];
+    }
+    if (total > INT32_MAX)
+      return make_error(HVD_ERR_INTERNAL, "negotiation messages exceed 2 GiB in one round");
+    gathered_.resize(static_cast<size_t>(total));
+    rc = MPI_Allgatherv(message_.data(), mine, MPI_BYTE, gathered_.data(), counts.data(),
+                        displs.data(), MPI_BYTE, rt_.control);
+    if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Allgatherv (negotiation)");
+    err = controller_.apply_messages(gathered_, counts, displs);
+    if (!err.ok()) return err;
+  }
+
+  std::vector<Response> ready = controller_.take_ready();
+  if (!ready.empty()) {
+    for (const Batch& batch : plan_batches(ready, fusion_)) executor_.run(batch, ready, controller_);
+  }
+
+  *shutdown = flags.shutdown;
+  bool progress = !ready.empty() || flags.any_announcements;
+  mode_ = !flags.any_busy ? Mode::Idle : progress ? Mode::Continue : Mode::Waiting;
+  ++round_;
+  last_round_end_ = now_seconds();
+  return Error::success();
+}
+
+void BackgroundLoop::run() {
+  prctl(PR_SET_TIMERSLACK, 1UL);  // short naps must be short
+  MPI_Irecv(&doorbell_value_, 1, MPI_INT64_T, MPI_ANY_SOURCE, kDoorbellTag, rt_.control,
+            &doorbell_request_);
+  Error exit_reason = make_error(HVD_ERR_SHUT_DOWN, "libhvd was shut down");
+  while (true) {
+    wait_for_round();
+    bool shutdown = false;
+    Error err = run_round(&shutdown);
+    if (!err.ok()) {
+      HVD_LOG(Error, "background loop stopped: %s", err.message.c_str());
+      exit_reason = err;
+      break;
+    }
+    if (shutdown) {
+      if (!rt_.shutdown_requested.load())
+        exit_reason = make_error(HVD_ERR_SHUT_DOWN,
+                                 "libhvd was shut down because another rank called hvd_shutdown "
+                                 "(or exited)");
+      break;
+    }
+  }
+  fail_everything(exit_reason);
+  MPI_Cancel(&doorbell_request_);
+  MPI_Wait(&doorbell_request_, MPI_STATUS_IGNORE);
+  rt_.loop_exited.store(true);
+}
+
+}  // namespace hvd

@@ -1,0 +1,71 @@
+// The background thread: the only thread that calls MPI after init. It runs
+// negotiation rounds, plans fusion and executes the ready tensors.
+//
+// When a round is posted (all ranks post every round, in the same sequence):
+//   Continue  the last round made progress and some rank is busy: at once.
+//   Waiting   some rank is busy but nothing moved: on new local work, on a peer's
+//             doorbell, or after the cycle time, whichever comes first.
+//   Idle      no rank has work: on new local work or a peer's doorbell, nothing
+//             else, so an idle job sends no MPI traffic and sleeps.
+// A rank that starts a round from Idle or Waiting because of its own new work rings
+// a doorbell (a small message to every peer), so the others join at once instead of
+// after a timer: a lone allreduce costs about one MPI latency, not one cycle time.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <mpi.h>
+
+#include "core/controller.h"
+#include "core/execute.h"
+#include "core/runtime.h"
+#include "fusion/planner.h"
+#include "ops/mpi/mpi_backend.h"
+
+namespace hvd {
+
+class BackgroundLoop {
+ public:
+  explicit BackgroundLoop(Runtime& runtime);
+  ~BackgroundLoop();
+
+  void run();  // the thread body; returns after the shutdown round
+
+ private:
+  enum class Mode { Continue, Waiting, Idle };
+
+  // Blocks until this rank should post the next round.
+  void wait_for_round();
+  // Returns true if a doorbell for the next round (or a later one) arrived.
+  bool poll_doorbell();
+  void ring_doorbells();
+  Error run_round(bool* shutdown);
+  Error wait_request(MPI_Request* request);
+  void inspect_stalls();
+  void complete(Request&& request, const Error& result);
+  void fail_everything(const Error& error);
+
+  Runtime& rt_;
+  Controller controller_;
+  MpiBackend host_;
+  Executor executor_;
+  FusionConfig fusion_;
+  Mode mode_ = Mode::Idle;
+  int64_t round_ = 0;
+  double last_round_end_ = 0;
+
+  MPI_Request doorbell_request_ = MPI_REQUEST_NULL;
+  int64_t doorbell_value_ = 0;
+  std::set<std::string> stall_warned_;
+  double last_stall_check_ = 0;
+
+  std::vector<uint64_t> bits_;
+  std::vector<uint64_t> bits_result_;
+  std::vector<uint8_t> message_;
+  std::vector<uint8_t> gathered_;
+};
+
+}  // namespace hvd

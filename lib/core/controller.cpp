@@ -1,0 +1,247 @@
+#include "core/controller.h"
+
+#include <algorithm>
+
+#include "core/agreement.h"
+#include "core/log.h"
+#include "core/tensor_queue.h"
+
+namespace hvd {
+
+namespace {
+constexpr uint64_t kFlagNoAnnouncements = 1;
+constexpr uint64_t kFlagNotBusy = 2;
+constexpr uint64_t kFlagNoShutdown = 4;
+}  // namespace
+
+Controller::Controller(int world_rank, int world_size, size_t cache_capacity,
+                       ProcessSetTable* sets)
+    : world_rank_(world_rank),
+      world_size_(world_size),
+      words_((cache_capacity + 63) / 64),
+      sets_(sets),
+      cache_(cache_capacity) {}
+
+void Controller::intake(std::vector<Request>&& requests) {
+  for (Request& r : requests) {
+    std::string key = TensorQueue::key_of(r.spec.process_set, r.name);
+    Local local;
+    int slot = cache_.find(key);
+    if (slot >= 0) {
+      auto set = sets_->find(r.spec.process_set);
+      int set_rank = set ? set->my_set_rank : -1;
+      int set_size = set ? set->size() : 0;
+      if (cache_.at(slot).spec_for(set_rank, set_size) == r.spec) {
+        local.cache_slot = slot;
+      } else {
+        invalid_slots_.push_back(slot);
+      }
+    }
+    local.request = std::move(r);
+    if (local.cache_slot < 0) unannounced_.push_back(key);
+    pending_.emplace(std::move(key), std::move(local));
+  }
+}
+
+void Controller::fill_bits(uint64_t* words, bool shutdown_requested) const {
+  std::fill(words, words + 2 * words_, 0);
+  for (size_t w = words_; w < 2 * words_; ++w) words[w] = ~uint64_t{0};
+  for (size_t slot = 0; slot < cache_.capacity(); ++slot) {
+    if (!cache_.occupied(static_cast<int>(slot))) continue;
+    auto set = sets_->find(cache_.at(static_cast<int>(slot)).spec.process_set);
+    if (!set || !set->member()) words[slot / 64] |= uint64_t{1} << (slot % 64);
+  }
+  for (const auto& kv : pending_)
+    if (kv.second.cache_slot >= 0)
+      words[kv.second.cache_slot / 64] |= uint64_t{1} << (kv.second.cache_slot % 64);
+  for (int slot : invalid_slots_) words[words_ + slot / 64] &= ~(uint64_t{1} << (slot % 64));
+  uint64_t flags = 0;
+  if (unannounced_.empty() && decisions_.empty()) flags |= kFlagNoAnnouncements;
+  if (pending_.empty()) flags |= kFlagNotBusy;
+  if (!shutdown_requested) flags |= kFlagNoShutdown;
+  words[2 * words_] = flags;
+}
+
+RoundFlags Controller::apply_bits(const uint64_t* words) {
+  RoundFlags flags;
+  uint64_t f = words[2 * words_];
+  flags.any_announcements = !(f & kFlagNoAnnouncements);
+  flags.any_busy = !(f & kFlagNotBusy);
+  flags.shutdown = !(f & kFlagNoShutdown);
+  invalid_slots_.clear();
+
+  bool any_invalid = false;
+  for (size_t slot = 0; slot < cache_.capacity(); ++slot) {
+    bool invalid = !(words[words_ + slot / 64] >> (slot % 64) & 1);
+    if (invalid && cache_.occupied(static_cast<int>(slot))) {
+      forget_slot(static_cast<int>(slot));
+      any_invalid = true;
+    }
+  }
+  // An invalidated slot sends its requests back through announcements this round.
+  if (any_invalid) flags.any_announcements = true;
+
+  for (size_t slot = 0; slot < cache_.capacity(); ++slot) {
+    bool ready = words[slot / 64] >> (slot % 64) & 1;
+    if (!ready || !cache_.occupied(static_cast<int>(slot))) continue;
+    cache_.touch(static_cast<int>(slot));
+    ready_.push_back(cache_.at(static_cast<int>(slot)));
+  }
+  return flags;
+}
+
+void Controller::forget_slot(int slot) {
+  const std::string key = cache_.at(slot).key;
+  auto it = pending_.find(key);
+  if (it != pending_.end() && it->second.cache_slot == slot) {
+    it->second.cache_slot = -1;
+    unannounced_.push_back(key);
+  }
+  cache_.erase(slot);
+}
+
+void Controller::encode_message(std::vector<uint8_t>* out) {
+  WireMessage message;
+  for (const std::string& key : unannounced_) {
+    auto it = pending_.find(key);
+    if (it == pending_.end() || it->second.announced) continue;
+    it->second.announced = true;
+    WireEntry e;
+    e.kind = WireKind::Request;
+    e.name = it->second.request.name;
+    e.spec = it->second.request.spec;
+    message.entries.push_back(std::move(e));
+  }
+  unannounced_.clear();
+  for (WireEntry& d : decisions_) message.entries.push_back(std::move(d));
+  decisions_.clear();
+  wire_encode(message, out);
+}
+
+Error Controller::apply_messages(const std::vector<uint8_t>& data, const std::vector<int>& counts,
+                                 const std::vector<int>& displs) {
+  double now = now_seconds();
+  for (int rank = 0; rank < world_size_; ++rank) {
+    WireMessage message;
+    Error err = wire_decode(data.data() + displs[rank], static_cast<size_t>(counts[rank]), &message);
+    if (!err.ok()) {
+      err.message += " (from rank " + std::to_string(rank) + ")";
+      return err;
+    }
+    for (WireEntry& e : message.entries) {
+      std::string key = TensorQueue::key_of(e.spec.process_set, e.name);
+      if (e.kind == WireKind::Timeout) {
+        auto it = table_.find(key);
+        if (it == table_.end()) continue;  // completed meanwhile
+        Response response;
+        response.key = key;
+        response.name = e.name;
+        response.spec = e.spec;
+        response.error = Error{HVD_ERR_TIMEOUT, e.text};
+        table_.erase(it);
+        ready_.push_back(std::move(response));
+        continue;
+      }
+      auto set = sets_->find(e.spec.process_set);
+      if (!set || rank >= static_cast<int>(set->set_rank_of.size()) ||
+          set->set_rank_of[rank] < 0) {
+        HVD_LOG(Warning, "rank %d announced '%s' on process set %d it is not in; ignored", rank,
+                e.name.c_str(), e.spec.process_set);
+        continue;
+      }
+      int set_rank = set->set_rank_of[rank];
+      auto [it, fresh] = table_.try_emplace(key);
+      Announcement& a = it->second;
+      if (fresh) {
+        a.name = e.name;
+        a.process_set = e.spec.process_set;
+        a.specs.resize(set->size());
+        a.have.assign(set->size(), 0);
+        a.first_seen = now;
+        table_order_.push_back(key);
+      }
+      if (a.have[set_rank]) continue;
+      a.have[set_rank] = 1;
+      a.specs[set_rank] = std::move(e.spec);
+      if (++a.count == set->size()) {
+        Response response = agree(key, a.name, a.specs, set->ranks);
+        table_.erase(it);
+        add_response(std::move(response));
+      }
+    }
+  }
+  if (table_order_.size() > 2 * table_.size() + 64) {
+    std::erase_if(table_order_, [&](const std::string& k) { return !table_.count(k); });
+  }
+  return Error::success();
+}
+
+void Controller::add_response(Response&& response) {
+  if (response.error.ok() && cache_.capacity() > 0) {
+    std::string evicted;
+    cache_.put(response, &evicted);
+    if (!evicted.empty()) {
+      auto it = pending_.find(evicted);
+      if (it != pending_.end() && it->second.cache_slot >= 0) {
+        it->second.cache_slot = -1;
+        it->second.announced = false;
+        unannounced_.push_back(evicted);
+      }
+    }
+  }
+  ready_.push_back(std::move(response));
+}
+
+std::vector<Response> Controller::take_ready() {
+  std::vector<Response> out;
+  out.swap(ready_);
+  return out;
+}
+
+Request* Controller::find_local(const std::string& key) {
+  auto it = pending_.find(key);
+  return it == pending_.end() ? nullptr : &it->second.request;
+}
+
+bool Controller::take_local(const std::string& key, Request* out) {
+  auto it = pending_.find(key);
+  if (it == pending_.end()) return false;
+  *out = std::move(it->second.request);
+  pending_.erase(it);
+  return true;
+}
+
+std::vector<Request> Controller::take_all_local() {
+  std::vector<Request> out;
+  for (auto& kv : pending_) out.push_back(std::move(kv.second.request));
+  pending_.clear();
+  unannounced_.clear();
+  return out;
+}
+
+std::vector<Controller::Stalled> Controller::stalled(double older_than) const {
+  std::vector<Stalled> out;
+  for (const std::string& key : table_order_) {
+    auto it = table_.find(key);
+    if (it == table_.end() || it->second.first_seen > older_than) continue;
+    const Announcement& a = it->second;
+    auto set = sets_->find(a.process_set);
+    if (!set) continue;
+    Stalled s{key, a.name, a.process_set, a.first_seen, {}};
+    for (int i = 0; i < set->size(); ++i)
+      if (!a.have[i]) s.missing_ranks.push_back(set->ranks[i]);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+void Controller::decide_timeout(const Stalled& stalled, const std::string& message) {
+  WireEntry e;
+  e.kind = WireKind::Timeout;
+  e.name = stalled.name;
+  e.spec.process_set = stalled.process_set;
+  e.text = message;
+  decisions_.push_back(std::move(e));
+}
+
+}  // namespace hvd

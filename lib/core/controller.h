@@ -1,0 +1,110 @@
+// Negotiation. Each round every rank contributes a bit vector (one bitwise AND over
+// all ranks) and, only when some rank has tensors the response cache does not know,
+// a message with their specs (one allgatherv). Every rank then derives the same list
+// of ready Responses in the same order, without a coordinator broadcasting them.
+//
+// Bit vector layout (uint64 words, reduced with MPI_BAND):
+//   [0, W)    slot s set: this rank is ready to run cached response s (or is not in
+//             its process set)
+//   [W, 2W)   slot s clear: this rank found its spec differs from cached slot s
+//   [2W]      flag bits, inverted so that AND computes "no rank has ...":
+//             bit 0: announcements pending, bit 1: busy, bit 2: shutdown requested
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/process_sets.h"
+#include "core/response.h"
+#include "core/response_cache.h"
+#include "core/wire.h"
+
+namespace hvd {
+
+struct RoundFlags {
+  bool any_announcements = false;  // an allgatherv of messages follows
+  bool any_busy = false;           // some rank had work: the next round follows soon
+  bool shutdown = false;           // some rank asked to shut down
+};
+
+class Controller {
+ public:
+  Controller(int world_rank, int world_size, size_t cache_capacity, ProcessSetTable* sets);
+
+  // Takes new local requests (already checked for duplicate names).
+  void intake(std::vector<Request>&& requests);
+
+  bool busy() const { return !pending_.empty(); }
+  bool has_unannounced() const { return !unannounced_.empty(); }
+
+  size_t bit_words() const { return 2 * words_ + 1; }
+  void fill_bits(uint64_t* words, bool shutdown_requested) const;
+  // Reads the ANDed vector: queues cached responses that every rank is ready for and
+  // drops invalidated cache slots (their local requests are announced again).
+  RoundFlags apply_bits(const uint64_t* words);
+
+  // This rank's announcements (and, on the coordinator, its decisions).
+  void encode_message(std::vector<uint8_t>* out);
+  // Every rank's message, in world rank order. A corrupt message is an internal error.
+  Error apply_messages(const std::vector<uint8_t>& data, const std::vector<int>& counts,
+                       const std::vector<int>& displs);
+
+  // Responses ready this round, in execution order (the same on every rank).
+  std::vector<Response> take_ready();
+
+  // The local request for a response key, or nullptr (not a member, or joined).
+  Request* find_local(const std::string& key);
+  // Removes the local request of key (to complete it).
+  bool take_local(const std::string& key, Request* out);
+  // Every local request (shutdown).
+  std::vector<Request> take_all_local();
+
+  // Tensors announced by some but not all ranks, with the time first seen: the stall
+  // inspector reads this. Coordinator decisions to fail one are queued here.
+  struct Stalled {
+    std::string key;
+    std::string name;
+    int32_t process_set;
+    double first_seen;
+    std::vector<int> missing_ranks;
+  };
+  std::vector<Stalled> stalled(double older_than) const;
+  void decide_timeout(const Stalled& stalled, const std::string& message);
+
+  ResponseCache& cache() { return cache_; }
+
+ private:
+  struct Local {
+    Request request;
+    int cache_slot = -1;    // >= 0: waiting for the AND of slot's ready bits
+    bool announced = false;
+  };
+  struct Announcement {
+    std::string name;
+    int32_t process_set = 0;
+    std::vector<TensorSpec> specs;  // by set rank
+    std::vector<char> have;
+    int count = 0;
+    double first_seen = 0;
+  };
+
+  void add_response(Response&& response);
+  void forget_slot(int slot);
+
+  int world_rank_;
+  int world_size_;
+  size_t words_;
+  ProcessSetTable* sets_;
+  ResponseCache cache_;
+  std::unordered_map<std::string, Local> pending_;
+  std::vector<std::string> unannounced_;   // keys, in enqueue order
+  std::vector<int> invalid_slots_;
+  std::unordered_map<std::string, Announcement> table_;
+  std::vector<std::string> table_order_;   // keys in first-seen order, for the inspector
+  std::vector<WireEntry> decisions_;       // coordinator's timeouts to send
+  std::vector<Response> ready_;
+};
+
+}  // namespace hvd

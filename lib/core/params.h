@@ -1,0 +1,85 @@
+// Every configuration knob, declared once (params.cpp) with its type, default and
+// description. Horovod's names, defaults and units; our own knobs use the HVD_ prefix.
+// Only params.cpp reads the environment.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/log.h"
+
+namespace hvd {
+
+enum class CpuBind { None, Numa, Core };
+enum class GpuOperations { Auto, Nccl, Mpi };
+
+struct Params {
+  int64_t fusion_threshold = 128ll << 20;  // bytes; 0 disables fusion
+  double cycle_time_ms = 1.0;
+  int64_t cache_capacity = 1024;           // 0 disables the response cache
+  bool hierarchical_allreduce = false;
+  bool hierarchical_allgather = false;
+  std::string timeline;
+  bool timeline_mark_cycles = false;
+  bool autotune = false;
+  std::string autotune_log;
+  int64_t autotune_warmup_samples = 3;
+  int64_t autotune_steps_per_sample = 10;
+  int64_t autotune_bayes_opt_max_samples = 20;
+  double autotune_gaussian_process_noise = 0.8;
+  double stall_check_time_s = 60.0;
+  double stall_shutdown_time_s = 0.0;
+  bool stall_check_disable = false;
+  LogLevel log_level = LogLevel::Warning;
+  std::string thread_affinity;
+  GpuOperations gpu_operations = GpuOperations::Auto;
+  bool disable_group_fusion = false;
+  bool gpu_pinning = true;
+  CpuBind cpu_bind = CpuBind::None;
+  std::string topology_xml;
+  std::string cuda_visible_devices;  // read, not set: pinning maps ordinals through it
+  int64_t allreduce_chunk_bytes = 8ll << 20;
+  int64_t inplace_min_bytes = 256ll << 10;
+  int64_t spin_us = 50;
+  int64_t poll_us = 200;
+  int64_t idle_poll_ms = 5;
+};
+
+enum class ParamType { Bool, Int, Double, Bytes, String, Choice };
+
+struct ParamInfo {
+  const char* name;
+  ParamType type;
+  const char* default_text;
+  const char* description;
+};
+
+// Function that returns the value of an environment variable or nullptr.
+using EnvLookup = std::function<const char*(const char*)>;
+
+// Reads every knob through lookup. Invalid values keep the default and add a warning
+// (one sentence naming the variable, the value and what is accepted) to *warnings.
+Params load_params(const EnvLookup& lookup, std::vector<std::string>* warnings);
+
+// The same from the process environment.
+Params load_params_from_env(std::vector<std::string>* warnings);
+
+// True if the variable is set in the environment (the autotuner holds such knobs fixed).
+bool param_is_set(const char* name);
+
+// The registry, for listing (tools, docs) and for hvd_param_get.
+const std::vector<ParamInfo>& param_registry();
+
+// The value of one knob in params as text; false for an unknown name.
+bool param_value_text(const Params& params, const char* name, std::string* out);
+
+// Parsers, exposed for tests and fuzzing. Each returns false on invalid text.
+bool parse_bool(const char* text, bool* out);
+bool parse_int(const char* text, int64_t* out);
+bool parse_double(const char* text, double* out);
+bool parse_bytes(const char* text, int64_t* out);  // plain bytes, or with K/M/G/KiB/MiB/GiB
+bool parse_log_level(const char* text, LogLevel* out);
+
+}  // namespace hvd

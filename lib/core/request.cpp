@@ -1,0 +1,31 @@
+#include "core/request.h"
+
+#include <chrono>
+
+namespace hvd {
+
+const char* op_type_name(OpType op) {
+  switch (op) {
+    case OpType::Allreduce: return "allreduce";
+    case OpType::Broadcast: return "broadcast";
+    case OpType::Allgather: return "allgather";
+    case OpType::Alltoall: return "alltoall";
+    case OpType::Reducescatter: return "reducescatter";
+    case OpType::Barrier: return "barrier";
+    case OpType::Join: return "join";
+  }
+  return "unknown";
+}
+
+int64_t TensorSpec::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return shape.empty() ? 0 : n;
+}
+
+double now_seconds() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace hvd

@@ -1,0 +1,62 @@
+// What a rank asks for: a named tensor operation (Request, local) and the part of it
+// that every rank must agree on (TensorSpec, sent to the peers during negotiation).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/handles.h"
+#include "hvd/hvd.h"
+
+namespace hvd {
+
+enum class OpType : uint8_t {
+  Allreduce = 0,
+  Broadcast,
+  Allgather,
+  Alltoall,
+  Reducescatter,
+  Barrier,
+  Join,
+};
+constexpr int kNumOpTypes = static_cast<int>(OpType::Join) + 1;
+const char* op_type_name(OpType op);
+
+struct TensorSpec {
+  OpType op = OpType::Allreduce;
+  hvd_dtype_t dtype = HVD_FLOAT32;
+  hvd_reduce_op_t reduce_op = HVD_OP_SUM;
+  int32_t root = -1;         // broadcast: root's rank in the process set
+  int32_t device = HVD_DEVICE_CPU;
+  int32_t process_set = 0;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  int32_t group_size = 0;    // grouped allreduce: tensors in the group, else 0
+  std::vector<int64_t> shape;   // allreduce/broadcast: {count}
+  std::vector<int64_t> splits;  // alltoall: rows this rank sends to each set rank
+
+  int64_t num_elements() const;
+  bool operator==(const TensorSpec& other) const = default;
+};
+
+struct Request {
+  std::string name;
+  TensorSpec spec;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  // Outputs of unknown size (allgather, alltoall) and the caller's per-rank outputs.
+  void** out_buffer = nullptr;
+  int64_t* out_dim0 = nullptr;
+  int64_t* out_per_rank = nullptr;
+  hvd_allocator_fn allocator = nullptr;
+  void* allocator_data = nullptr;
+  void* stream = nullptr;
+  std::shared_ptr<HandleState> handle;
+  double enqueue_time = 0;  // seconds, monotonic
+};
+
+double now_seconds();
+
+}  // namespace hvd

@@ -1,0 +1,26 @@
+// A negotiated decision about one tensor: every rank of its process set computes the
+// same Responses, in the same order, from the same round data.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/request.h"
+
+namespace hvd {
+
+struct Response {
+  std::string key;   // process set + name, as TensorQueue::key_of
+  std::string name;
+  TensorSpec spec;   // the spec of the lowest set rank
+  // allgather: rows of each set rank; alltoall: set_size x set_size send splits,
+  // row r holding what set rank r sends to each rank.
+  std::vector<int64_t> per_rank;
+  Error error;       // set: the tensor fails with this on every rank that has it
+
+  // The spec set rank r announced (the common spec with its own rows or splits).
+  TensorSpec spec_for(int set_rank, int set_size) const;
+};
+
+}  // namespace hvd

@@ -1,0 +1,67 @@
+#include "core/response_cache.h"
+
+namespace hvd {
+
+TensorSpec Response::spec_for(int set_rank, int set_size) const {
+  TensorSpec s = spec;
+  if (spec.op == OpType::Allgather && !s.shape.empty() &&
+      static_cast<size_t>(set_rank) < per_rank.size())
+    s.shape[0] = per_rank[set_rank];
+  if (spec.op == OpType::Alltoall &&
+      per_rank.size() == static_cast<size_t>(set_size) * set_size) {
+    s.splits.assign(per_rank.begin() + static_cast<ptrdiff_t>(set_rank) * set_size,
+                    per_rank.begin() + static_cast<ptrdiff_t>(set_rank + 1) * set_size);
+    int64_t rows = 0;
+    for (int64_t x : s.splits) rows += x;
+    if (!s.shape.empty()) s.shape[0] = rows;
+  }
+  return s;
+}
+
+ResponseCache::ResponseCache(size_t capacity)
+    : slots_(capacity), used_(capacity, false), lru_pos_(capacity) {
+  for (size_t i = capacity; i > 0; --i) free_.push_back(static_cast<int>(i - 1));
+}
+
+int ResponseCache::find(const std::string& key) const {
+  auto it = index_.find(key);
+  return it == index_.end() ? -1 : it->second;
+}
+
+int ResponseCache::put(const Response& response, std::string* evicted_key) {
+  if (capacity() == 0) return -1;
+  int slot = find(response.key);
+  if (slot >= 0) {
+    slots_[slot] = response;
+    touch(slot);
+    return slot;
+  }
+  if (free_.empty()) {
+    int victim = lru_.back();
+    if (evicted_key) *evicted_key = slots_[victim].key;
+    erase(victim);
+  }
+  slot = free_.back();
+  free_.pop_back();
+  slots_[slot] = response;
+  used_[slot] = true;
+  index_[response.key] = slot;
+  lru_.push_front(slot);
+  lru_pos_[slot] = lru_.begin();
+  return slot;
+}
+
+void ResponseCache::touch(int slot) {
+  lru_.splice(lru_.begin(), lru_, lru_pos_[slot]);
+}
+
+void ResponseCache::erase(int slot) {
+  if (!used_[slot]) return;
+  index_.erase(slots_[slot].key);
+  lru_.erase(lru_pos_[slot]);
+  used_[slot] = false;
+  slots_[slot] = Response{};
+  free_.push_back(slot);
+}
+
+}  // namespace hvd

@@ -1,0 +1,43 @@
+// The response cache: once a tensor has been negotiated, ranks refer to it by a slot
+// id and agree on readiness through one bitwise AND instead of sending names. Every
+// rank applies the same inserts, uses and evictions in the same order, so the caches
+// stay identical without ever being compared.
+#pragma once
+
+#include <list>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/response.h"
+
+namespace hvd {
+
+class ResponseCache {
+ public:
+  explicit ResponseCache(size_t capacity);
+
+  size_t capacity() const { return slots_.size(); }
+  size_t size() const { return index_.size(); }
+
+  // Slot of key, or -1.
+  int find(const std::string& key) const;
+  const Response& at(int slot) const { return slots_[slot]; }
+  bool occupied(int slot) const { return used_[slot]; }
+
+  // Inserts (or replaces) key; evicts the least recently used entry when full.
+  // Returns the slot; *evicted_key gets the key that was evicted, if any.
+  int put(const Response& response, std::string* evicted_key);
+  void touch(int slot);
+  void erase(int slot);
+
+ private:
+  std::vector<Response> slots_;
+  std::vector<bool> used_;
+  std::unordered_map<std::string, int> index_;
+  std::list<int> lru_;  // front = most recent
+  std::vector<std::list<int>::iterator> lru_pos_;
+  std::vector<int> free_;
+};
+
+}  // namespace hvd

@@ -1,0 +1,59 @@
+// The process-wide runtime: communicators, topology, the queue, the handles and the
+// background thread. Created by hvd_init, destroyed by hvd_shutdown; user threads
+// hold a shared_ptr to it for the length of one call.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <mpi.h>
+
+#include "core/handles.h"
+#include "core/params.h"
+#include "core/process_sets.h"
+#include "core/tensor_queue.h"
+#include "ops/backend.h"
+
+namespace hvd {
+
+class BackgroundLoop;
+
+struct Runtime {
+  Params params;
+  MPI_Comm world = MPI_COMM_NULL;    // duplicate of the communicator given at init
+  MPI_Comm control = MPI_COMM_NULL;  // negotiation rounds and doorbells
+  MPI_Comm local = MPI_COMM_NULL;    // ranks on this node
+  MPI_Comm cross = MPI_COMM_NULL;    // ranks with this local rank, one per node
+  int rank = -1, size = -1;
+  int local_rank = -1, local_size = -1;
+  int cross_rank = -1, cross_size = -1;
+  bool homogeneous = true;
+  int gpu_device = -1;
+
+  ProcessSetTable sets;
+  TensorQueue queue;
+  HandleTable handles;
+  TrafficCounters counters;
+  std::atomic<uint64_t> rounds{0};
+  std::atomic<int64_t> auto_name_counter{0};
+
+  std::atomic<bool> shutdown_requested{false};
+  std::atomic<bool> loop_exited{false};
+  std::unique_ptr<BackgroundLoop> loop;
+  std::thread thread;
+
+  ~Runtime();
+  void free_comms();  // after the background thread has ended
+};
+
+// The initialized runtime or nullptr. Cheap; safe from any thread.
+std::shared_ptr<Runtime> current_runtime();
+
+// comm == MPI_COMM_NULL means MPI_COMM_WORLD (initializing MPI if needed).
+Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_sets);
+Error runtime_shutdown();
+
+}  // namespace hvd

@@ -1,0 +1,77 @@
+#include "core/tensor_queue.h"
+
+#include <chrono>
+
+namespace hvd {
+
+std::string TensorQueue::key_of(int32_t process_set, const std::string& name) {
+  if (process_set == 0) return name;
+  return std::to_string(process_set) + "\x1f" + name;
+}
+
+Error TensorQueue::push(std::vector<Request>&& requests) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_) return make_error(HVD_ERR_SHUT_DOWN, "%s", close_reason_.c_str());
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const Request& r = requests[i];
+      std::string key = key_of(r.spec.process_set, r.name);
+      bool repeated = in_flight_.count(key) != 0;
+      for (size_t j = 0; j < i && !repeated; ++j)
+        repeated = requests[j].name == r.name && requests[j].spec.process_set == r.spec.process_set;
+      if (repeated)
+        return make_error(HVD_ERR_DUPLICATE_NAME,
+                          "a tensor named '%s' is already in flight on this rank; wait for "
+                          "its handle before reusing the name, or give this one another name",
+                          r.name.c_str());
+    }
+    for (Request& r : requests) {
+      in_flight_.insert(key_of(r.spec.process_set, r.name));
+      queue_.push_back(std::move(r));
+    }
+  }
+  cv_.notify_one();
+  return Error::success();
+}
+
+void TensorQueue::drain(std::vector<Request>* out) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  poked_ = false;
+  for (Request& r : queue_) out->push_back(std::move(r));
+  queue_.clear();
+}
+
+void TensorQueue::release_name(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  in_flight_.erase(key);
+}
+
+bool TensorQueue::wait(int64_t timeout_us) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!queue_.empty() || poked_) return true;
+  if (timeout_us <= 0) return false;
+  cv_.wait_for(lock, std::chrono::microseconds(timeout_us),
+               [&] { return !queue_.empty() || poked_; });
+  return !queue_.empty() || poked_;
+}
+
+void TensorQueue::poke() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    poked_ = true;
+  }
+  cv_.notify_one();
+}
+
+void TensorQueue::close(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  closed_ = true;
+  close_reason_ = reason;
+}
+
+bool TensorQueue::empty() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return queue_.empty();
+}
+
+}  // namespace hvd

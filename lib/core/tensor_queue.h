@@ -1,0 +1,49 @@
+// The tensor queue: user threads push requests, the background thread drains them.
+// It also owns the set of names in flight on this rank (HVD_ERR_DUPLICATE_NAME) and
+// the wake-up of the background thread.
+#pragma once
+
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "core/request.h"
+
+namespace hvd {
+
+class TensorQueue {
+ public:
+  // Pushes all requests or none: a name in flight (or repeated within the batch)
+  // fails the whole push with HVD_ERR_DUPLICATE_NAME; after close(), HVD_ERR_SHUT_DOWN.
+  Error push(std::vector<Request>&& requests);
+
+  // Moves every queued request into *out (appending).
+  void drain(std::vector<Request>* out);
+
+  // Called when an operation completes: its name may be used again.
+  void release_name(const std::string& key);
+
+  // Sleeps until something is pushed, poke() is called, or timeout_us passes.
+  // Returns true if there was something to do (queue non-empty or poked).
+  bool wait(int64_t timeout_us);
+  void poke();
+
+  // Rejects further pushes with HVD_ERR_SHUT_DOWN; drain() still returns what is left.
+  void close(const std::string& reason);
+  bool empty();
+
+  static std::string key_of(int32_t process_set, const std::string& name);
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<Request> queue_;
+  std::unordered_set<std::string> in_flight_;
+  bool poked_ = false;
+  bool closed_ = false;
+  std::string close_reason_;
+};
+
+}  // namespace hvd

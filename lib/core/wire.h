@@ -1,0 +1,38 @@
+// The negotiation message one rank contributes to a round: the tensors it announces
+// for the first time and the coordinator's decisions. Binary, little-endian as the
+// host writes it (all ranks run one build); every length is checked on decoding, so
+// a corrupt or truncated message is an error, never an out-of-bounds read.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/request.h"
+
+namespace hvd {
+
+enum class WireKind : uint8_t {
+  Request = 0,   // name + spec: this rank has enqueued the tensor
+  Timeout = 1,   // name + process set + text: the coordinator fails a stalled tensor
+};
+
+struct WireEntry {
+  WireKind kind = WireKind::Request;
+  std::string name;
+  TensorSpec spec;
+  std::string text;
+};
+
+struct WireMessage {
+  std::vector<WireEntry> entries;
+};
+
+// Names longer than this are refused at enqueue, so a decoded length above it is corrupt.
+constexpr size_t kMaxNameBytes = 1 << 16;
+
+void wire_encode(const WireMessage& message, std::vector<uint8_t>* out);
+Error wire_decode(const uint8_t* data, size_t size, WireMessage* out);
+
+}  // namespace hvd

@@ -1,0 +1,60 @@
+#include "fusion/planner.h"
+
+#include <map>
+#include <tuple>
+
+#include "core/dtype.h"
+
+namespace hvd {
+
+namespace {
+
+int64_t response_bytes(const Response& r) {
+  return r.spec.num_elements() * static_cast<int64_t>(dtype_size(r.spec.dtype));
+}
+
+// Responses may share a buffer only if they are reduced by the same call with the
+// same scaling on the same devices.
+using FusionKey = std::tuple<int, int, double, double, int32_t, int32_t, std::string>;
+
+FusionKey key_of(const Response& r, const FusionConfig& config) {
+  std::string group;
+  if (config.disable_group_fusion && r.spec.group_size > 0)
+    group = r.name.substr(0, r.name.rfind('.'));
+  return {r.spec.dtype, r.spec.reduce_op, r.spec.prescale, r.spec.postscale, r.spec.device,
+          r.spec.process_set, group};
+}
+
+}  // namespace
+
+bool fusable(const Response& r, const FusionConfig& config) {
+  if (!r.error.ok() || r.spec.op != OpType::Allreduce || config.threshold <= 0) return false;
+  int64_t bytes = response_bytes(r);
+  return bytes < config.inplace_min_bytes && bytes <= config.threshold;
+}
+
+std::vector<Batch> plan_batches(const std::vector<Response>& responses, const FusionConfig& config) {
+  std::vector<Batch> batches;
+  std::map<FusionKey, size_t> open;  // key -> batch still accepting tensors
+  for (size_t i = 0; i < responses.size(); ++i) {
+    const Response& r = responses[i];
+    int64_t bytes = r.error.ok() ? response_bytes(r) : 0;
+    if (!fusable(r, config)) {
+      batches.push_back(Batch{{i}, false, bytes});
+      continue;
+    }
+    FusionKey key = key_of(r, config);
+    auto it = open.find(key);
+    if (it != open.end() && batches[it->second].bytes + bytes <= config.threshold) {
+      Batch& b = batches[it->second];
+      b.items.push_back(i);
+      b.bytes += bytes;
+      continue;
+    }
+    open[key] = batches.size();
+    batches.push_back(Batch{{i}, true, bytes});
+  }
+  return batches;
+}
+
+}  // namespace hvd

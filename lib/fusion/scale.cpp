@@ -1,0 +1,81 @@
+#include "fusion/scale.h"
+
+#include <cstring>
+
+#include "core/dtype.h"
+
+namespace hvd {
+
+namespace {
+
+template <typename T>
+void scale_loop(T* dst, const T* src, int64_t count, double factor) {
+  for (int64_t i = 0; i < count; ++i) dst[i] = static_cast<T>(static_cast<double>(src[i]) * factor);
+}
+
+template <>
+void scale_loop<float>(float* dst, const float* src, int64_t count, double factor) {
+  const float f = static_cast<float>(factor);
+  for (int64_t i = 0; i < count; ++i) dst[i] = src[i] * f;
+}
+
+template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
+void scale_16(uint16_t* dst, const uint16_t* src, int64_t count, double factor) {
+  const float f = static_cast<float>(factor);
+  for (int64_t i = 0; i < count; ++i) dst[i] = FromFloat(ToFloat(src[i]) * f);
+}
+
+template <typename T>
+void divide_loop(T* dst, const T* src, int64_t count, int divisor, double factor) {
+  const T d = static_cast<T>(divisor);
+  if (factor == 1.0) {
+    for (int64_t i = 0; i < count; ++i) dst[i] = static_cast<T>(src[i] / d);
+  } else {
+    for (int64_t i = 0; i < count; ++i)
+      dst[i] = static_cast<T>(static_cast<double>(src[i] / d) * factor);
+  }
+}
+
+}  // namespace
+
+void copy_scaled(void* dst, const void* src, int64_t count, hvd_dtype_t dtype, double factor) {
+  if (count <= 0) return;
+  if (factor == 1.0 || dtype == HVD_BOOL) {
+    if (dst != src) std::memcpy(dst, src, static_cast<size_t>(count) * dtype_size(dtype));
+    return;
+  }
+  switch (dtype) {
+    case HVD_UINT8: scale_loop(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), count, factor); break;
+    case HVD_INT8: scale_loop(static_cast<int8_t*>(dst), static_cast<const int8_t*>(src), count, factor); break;
+    case HVD_UINT16: scale_loop(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count, factor); break;
+    case HVD_INT16: scale_loop(static_cast<int16_t*>(dst), static_cast<const int16_t*>(src), count, factor); break;
+    case HVD_INT32: scale_loop(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), count, factor); break;
+    case HVD_INT64: scale_loop(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), count, factor); break;
+    case HVD_FLOAT32: scale_loop(static_cast<float*>(dst), static_cast<const float*>(src), count, factor); break;
+    case HVD_FLOAT64: scale_loop(static_cast<double*>(dst), static_cast<const double*>(src), count, factor); break;
+    case HVD_FLOAT16:
+      scale_16<half_to_float, float_to_half>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count, factor);
+      break;
+    case HVD_BFLOAT16:
+      scale_16<bf16_to_float, float_to_bf16>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count, factor);
+      break;
+    case HVD_BOOL: break;
+  }
+}
+
+void copy_averaged(void* dst, const void* src, int64_t count, hvd_dtype_t dtype, int divisor,
+                   double factor) {
+  if (divisor <= 1 || dtype == HVD_BOOL) return copy_scaled(dst, src, count, dtype, factor);
+  if (dtype_is_float(dtype)) return copy_scaled(dst, src, count, dtype, factor / divisor);
+  switch (dtype) {
+    case HVD_UINT8: divide_loop(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), count, divisor, factor); break;
+    case HVD_INT8: divide_loop(static_cast<int8_t*>(dst), static_cast<const int8_t*>(src), count, divisor, factor); break;
+    case HVD_UINT16: divide_loop(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count, divisor, factor); break;
+    case HVD_INT16: divide_loop(static_cast<int16_t*>(dst), static_cast<const int16_t*>(src), count, divisor, factor); break;
+    case HVD_INT32: divide_loop(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), count, divisor, factor); break;
+    case HVD_INT64: divide_loop(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), count, divisor, factor); break;
+    default: break;
+  }
+}
+
+}  // namespace hvd

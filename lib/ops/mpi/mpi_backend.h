@@ -1,0 +1,32 @@
+// Host-memory collectives over MPI. Buffers larger than the chunk size are reduced
+// in consecutive chunks: MPI counts are int, and MPICH's one large call is slower
+// than several medium ones (it allocates and faults in a temporary buffer per call).
+#pragma once
+
+#include "ops/backend.h"
+
+namespace hvd {
+
+class MpiBackend : public Backend {
+ public:
+  MpiBackend(int64_t chunk_bytes, TrafficCounters* counters)
+      : chunk_bytes_(chunk_bytes), counters_(counters) {}
+  const char* name() const override { return "mpi"; }
+  Error allreduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
+                  hvd_reduce_op_t op, const ProcessSet& set) override;
+  Error broadcast(void* buffer, int64_t count, hvd_dtype_t dtype, int root,
+                  const ProcessSet& set) override;
+
+  // The same on an explicit communicator (hierarchical algorithms use local/cross).
+  Error allreduce_on(MPI_Comm comm, const void* send, void* recv, int64_t count,
+                     hvd_dtype_t dtype, hvd_reduce_op_t op, std::atomic<uint64_t>* bytes);
+
+ private:
+  int64_t chunk_elements(hvd_dtype_t dtype) const;
+  int64_t chunk_bytes_;
+  TrafficCounters* counters_;
+};
+
+Error mpi_error(int code, const char* what);
+
+}  // namespace hvd
