@@ -54,6 +54,18 @@ Error allreduce_request(Runtime& rt, const void* sendbuf, void* recvbuf, int64_t
   return Error::success();
 }
 
+// An unknown handle before init is a call out of order; after init, a bad handle.
+Error unknown_handle(const char* function, hvd_handle_t handle) {
+  if (!current_runtime())
+    return make_error(HVD_ERR_NOT_INITIALIZED,
+                      "%s called with unknown handle %lld before hvd_init", function,
+                      static_cast<long long>(handle));
+  return make_error(HVD_ERR_INVALID_ARGUMENT,
+                    "unknown handle %lld: it was never returned by libhvd, or was already "
+                    "waited for",
+                    static_cast<long long>(handle));
+}
+
 }  // namespace
 
 extern "C" {
@@ -174,13 +186,8 @@ HVD_API hvd_status_t hvd_broadcast(void* buffer, int64_t count, hvd_dtype_t dtyp
 HVD_API hvd_status_t hvd_poll(hvd_handle_t handle, int* done) {
   HVD_API_GUARD({
     if (!done) return fail(HVD_ERR_INVALID_ARGUMENT, "done (the output pointer) is NULL");
-    std::shared_ptr<Runtime> rt;
-    HVD_TRY(require_runtime("hvd_poll", &rt));
-    auto state = rt->handles.find(handle);
-    if (!state)
-      return fail(HVD_ERR_INVALID_ARGUMENT,
-                  "unknown handle %lld: it was never returned by libhvd, or was already waited for",
-                  static_cast<long long>(handle));
+    auto state = handle_table().find(handle);
+    if (!state) return fail(unknown_handle("hvd_poll", handle));
     *done = state->done() ? 1 : 0;
     return HVD_SUCCESS;
   })
@@ -188,9 +195,9 @@ HVD_API hvd_status_t hvd_poll(hvd_handle_t handle, int* done) {
 
 HVD_API hvd_status_t hvd_wait(hvd_handle_t handle) {
   HVD_API_GUARD({
-    std::shared_ptr<Runtime> rt;
-    HVD_TRY(require_runtime("hvd_wait", &rt));
-    return finish(wait_handle(*rt, handle));
+    if (!handle_table().find(handle)) return fail(unknown_handle("hvd_wait", handle));
+    auto rt = current_runtime();
+    return finish(wait_handle(handle, rt ? rt->params.spin_us : 0));
   })
 }
 

@@ -2,6 +2,11 @@
 
 namespace hvd {
 
+HandleTable& handle_table() {
+  static HandleTable table;
+  return table;
+}
+
 Error enqueue(Runtime& rt, std::vector<Request>&& requests, hvd_handle_t* handle) {
   auto state = std::make_shared<HandleState>(static_cast<int>(requests.size()));
   double now = now_seconds();
@@ -9,24 +14,24 @@ Error enqueue(Runtime& rt, std::vector<Request>&& requests, hvd_handle_t* handle
     r.handle = state;
     r.enqueue_time = now;
   }
-  hvd_handle_t h = rt.handles.add(state);
+  hvd_handle_t h = handle_table().add(state);
   Error err = rt.queue.push(std::move(requests));
   if (!err.ok()) {
-    rt.handles.take(h);
+    handle_table().take(h);
     return err;
   }
   *handle = h;
   return Error::success();
 }
 
-Error wait_handle(Runtime& rt, hvd_handle_t handle) {
-  auto state = rt.handles.take(handle);
+Error wait_handle(hvd_handle_t handle, int64_t spin_us) {
+  auto state = handle_table().take(handle);
   if (!state)
     return make_error(HVD_ERR_INVALID_ARGUMENT,
                       "unknown handle %lld: it was never returned by libhvd, or was already "
                       "waited for",
                       static_cast<long long>(handle));
-  state->wait(rt.params.spin_us);
+  state->wait(spin_us);
   return state->result();
 }
 

@@ -12,8 +12,13 @@ namespace hvd {
 // the background thread. On failure nothing is queued and no handle exists.
 Error enqueue(Runtime& rt, std::vector<Request>&& requests, hvd_handle_t* handle);
 
+// Handles outlive the runtime: an operation failed by hvd_shutdown can still be
+// waited for afterwards, and reports HVD_ERR_SHUT_DOWN.
+HandleTable& handle_table();
+
 // Blocks until the handle completes and releases it; returns its result.
-Error wait_handle(Runtime& rt, hvd_handle_t handle);
+// spin_us: how long to poll before sleeping.
+Error wait_handle(hvd_handle_t handle, int64_t spin_us);
 
 // The name used for a call without one: "<op>.noname.<n>", n counting per process.
 std::string auto_name(Runtime& rt, const char* op);

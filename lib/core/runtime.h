@@ -35,7 +35,6 @@ struct Runtime {
 
   ProcessSetTable sets;
   TensorQueue queue;
-  HandleTable handles;
   TrafficCounters counters;
   std::atomic<uint64_t> rounds{0};
   std::atomic<int64_t> auto_name_counter{0};

@@ -1,0 +1,306 @@
+/* Allreduce on host memory across real MPI ranks: every op x dtype, in place and out
+ * of place, scaling, orders, threads, many tensors, tensors beyond the fusion
+ * threshold, and the response cache across steps. */
+#include <pthread.h>
+
+#include "test_util.h"
+
+/* Input of element i on rank r: small integers whose sums, products, minima and
+ * maxima are exact in every dtype (float16 and bfloat16 included). */
+static double input_value(hvd_reduce_op_t op, hvd_dtype_t d, int64_t i, int r) {
+  if (d == HVD_BOOL) return (double)((i + r) % 2);
+  if (op == HVD_OP_PRODUCT) return 1.0 + (double)((i + r) % 2);
+  return (double)(i % 7 + r + 1);
+}
+
+static double expected_value(hvd_reduce_op_t op, hvd_dtype_t d, int64_t i, int size) {
+  double acc = input_value(op, d, i, 0);
+  for (int r = 1; r < size; ++r) {
+    double v = input_value(op, d, i, r);
+    switch (op) {
+      case HVD_OP_SUM: case HVD_OP_AVERAGE: acc += v; break;
+      case HVD_OP_MIN: acc = fmin(acc, v); break;
+      case HVD_OP_MAX: acc = fmax(acc, v); break;
+      case HVD_OP_PRODUCT: acc *= v; break;
+      default: break;
+    }
+  }
+  if (d == HVD_BOOL) {
+    int any = 0, all = 1;
+    for (int r = 0; r < size; ++r) {
+      int v = input_value(op, d, i, r) != 0;
+      any |= v;
+      all &= v;
+    }
+    return (op == HVD_OP_MIN || op == HVD_OP_PRODUCT) ? all : any;
+  }
+  if (op == HVD_OP_AVERAGE) acc = tu_is_float(d) ? acc / size : floor(acc / size);
+  return acc;
+}
+
+typedef struct {
+  void* send;
+  void* recv;
+  int64_t count;
+  hvd_dtype_t dtype;
+  hvd_reduce_op_t op;
+  hvd_handle_t handle;
+} Case;
+
+static void check_case(const Case* c, int size, const char* label) {
+  for (int64_t i = 0; i < c->count; ++i) {
+    double got = tu_get(c->recv, c->dtype, i);
+    double want = expected_value(c->op, c->dtype, i, size);
+    if (!tu_close(got, want, c->dtype))
+      fail_msg("%s: dtype %d op %d count %lld element %lld: got %g, want %g", label,
+               (int)c->dtype, (int)c->op, (long long)c->count, (long long)i, got, want);
+  }
+}
+
+static void every_op_and_dtype(void** state) {
+  (void)state;
+  const hvd_reduce_op_t ops[] = {HVD_OP_SUM, HVD_OP_AVERAGE, HVD_OP_MIN, HVD_OP_MAX,
+                                 HVD_OP_PRODUCT};
+  const int64_t counts[] = {0, 1, 17, 1000};
+  const int rank = hvd_rank(), size = hvd_size();
+  Case cases[5 * NUM_DTYPES * 2 * 4];
+  int n = 0;
+  for (int o = 0; o < 5; ++o)
+    for (int t = 0; t < NUM_DTYPES; ++t)
+      for (int inplace = 0; inplace < 2; ++inplace)
+        for (int k = 0; k < 4; ++k) {
+          if (kAllDtypes[t] == HVD_BOOL && ops[o] == HVD_OP_AVERAGE) continue;
+          Case* c = &cases[n++];
+          c->dtype = kAllDtypes[t];
+          c->op = ops[o];
+          c->count = counts[k];
+          size_t bytes = (size_t)c->count * tu_dtype_size(c->dtype);
+          c->send = tu_alloc(bytes);
+          c->recv = inplace ? c->send : tu_alloc(bytes);
+          for (int64_t i = 0; i < c->count; ++i)
+            tu_set(c->send, c->dtype, i, input_value(c->op, c->dtype, i, rank));
+          char name[96];
+          snprintf(name, sizeof name, "ar.op%d.dt%d.ip%d.n%lld", (int)c->op, (int)c->dtype,
+                   inplace, (long long)c->count);
+          assert_hvd_ok(hvd_allreduce_async(c->send, c->recv, c->count, c->dtype, c->op, name,
+                                            NULL, &c->handle));
+        }
+  for (int i = 0; i < n; ++i) {
+    assert_hvd_ok(hvd_wait(cases[i].handle));
+    check_case(&cases[i], size, "every_op_and_dtype");
+    if (cases[i].recv != cases[i].send) free(cases[i].recv);
+    free(cases[i].send);
+  }
+}
+
+static void blocking_unnamed_calls(void** state) {
+  (void)state;
+  const int size = hvd_size();
+  for (int step = 0; step < 5; ++step) {
+    int64_t v[3] = {1, 2, 3};
+    assert_hvd_ok(hvd_allreduce(v, v, 3, HVD_INT64, HVD_OP_SUM, NULL));
+    for (int i = 0; i < 3; ++i) assert_int_equal(v[i], (i + 1) * size);
+  }
+}
+
+static void prescale_and_postscale(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  const hvd_dtype_t dtypes[] = {HVD_FLOAT32, HVD_FLOAT64, HVD_FLOAT16, HVD_BFLOAT16, HVD_INT32};
+  const hvd_reduce_op_t ops[] = {HVD_OP_SUM, HVD_OP_AVERAGE};
+  for (int t = 0; t < 5; ++t)
+    for (int o = 0; o < 2; ++o)
+      for (int big = 0; big < 2; ++big) {
+        /* big tensors go without fusion copies: scaling must be applied in place */
+        const int64_t count = big ? 300000 : 33;
+        hvd_dtype_t d = dtypes[t];
+        void* buf = tu_alloc((size_t)count * tu_dtype_size(d));
+        for (int64_t i = 0; i < count; ++i) tu_set(buf, d, i, (double)(i % 5 + rank));
+        hvd_op_options_t opts;
+        assert_hvd_ok(hvd_op_options_init(&opts));
+        opts.prescale_factor = 2.0;
+        opts.postscale_factor = 3.0;
+        char name[64];
+        snprintf(name, sizeof name, "scaled.%d.%d.%d", t, o, big);
+        hvd_handle_t h;
+        assert_hvd_ok(hvd_allreduce_async(buf, buf, count, d, ops[o], name, &opts, &h));
+        assert_hvd_ok(hvd_wait(h));
+        for (int64_t i = 0; i < count; i += 97) {
+          double sum = 0;
+          for (int r = 0; r < size; ++r) sum += 2.0 * (double)(i % 5 + r);
+          double want = ops[o] == HVD_OP_AVERAGE
+                            ? (tu_is_float(d) ? sum / size * 3.0 : floor(sum / size) * 3.0)
+                            : sum * 3.0;
+          double got = tu_get(buf, d, i);
+          if (!tu_close(got, want, d))
+            fail_msg("%s element %lld: got %g want %g", name, (long long)i, got, want);
+        }
+        free(buf);
+      }
+}
+
+static void ranks_enqueue_in_different_orders(void** state) {
+  (void)state;
+  enum { N = 60 };
+  const int rank = hvd_rank(), size = hvd_size();
+  float data[N][8];
+  hvd_handle_t handles[N];
+  for (int k = 0; k < N; ++k) {
+    int t = (k + rank * 17) % N; /* each rank starts elsewhere */
+    if (rank % 2) t = N - 1 - t; /* and odd ranks go backwards */
+    for (int i = 0; i < 8; ++i) data[t][i] = (float)(t + rank);
+    char name[32];
+    snprintf(name, sizeof name, "order.%d", t);
+    assert_hvd_ok(hvd_allreduce_async(data[t], data[t], 8, HVD_FLOAT32, HVD_OP_SUM, name, NULL,
+                                      &handles[t]));
+  }
+  for (int t = 0; t < N; ++t) {
+    assert_hvd_ok(hvd_wait(handles[t]));
+    float want = (float)(t * size + size * (size - 1) / 2);
+    for (int i = 0; i < 8; ++i) assert_float_equal(data[t][i], want, 0);
+  }
+}
+
+typedef struct {
+  int thread;
+  int failures;
+  char message[256];
+} ThreadArgs;
+
+static void* thread_body(void* arg) {
+  ThreadArgs* a = arg;
+  const int rank = hvd_rank(), size = hvd_size();
+  for (int i = 0; i < 50; ++i) {
+    double v[5];
+    for (int k = 0; k < 5; ++k) v[k] = rank + a->thread + i + k;
+    char name[48];
+    snprintf(name, sizeof name, "thread%d.%d", a->thread, i);
+    hvd_status_t st = hvd_allreduce(v, v, 5, HVD_FLOAT64, HVD_OP_SUM, name);
+    if (st != HVD_SUCCESS) {
+      a->failures++;
+      snprintf(a->message, sizeof a->message, "%s: %s", name, hvd_last_error());
+      continue;
+    }
+    for (int k = 0; k < 5; ++k) {
+      double want = size * (a->thread + i + k) + size * (size - 1) / 2.0;
+      if (v[k] != want) {
+        a->failures++;
+        snprintf(a->message, sizeof a->message, "%s[%d]: got %g want %g", name, k, v[k], want);
+      }
+    }
+  }
+  return NULL;
+}
+
+static void four_threads_at_once(void** state) {
+  (void)state;
+  pthread_t threads[4];
+  ThreadArgs args[4];
+  for (int t = 0; t < 4; ++t) {
+    args[t] = (ThreadArgs){t, 0, ""};
+    assert_int_equal(pthread_create(&threads[t], NULL, thread_body, &args[t]), 0);
+  }
+  for (int t = 0; t < 4; ++t) pthread_join(threads[t], NULL);
+  for (int t = 0; t < 4; ++t)
+    if (args[t].failures) fail_msg("thread %d: %d failures, last: %s", t, args[t].failures, args[t].message);
+}
+
+static void two_thousand_small_tensors(void** state) {
+  (void)state;
+  enum { N = 2000 };
+  const int rank = hvd_rank(), size = hvd_size();
+  int32_t* data = tu_alloc(sizeof(int32_t) * N * 4);
+  hvd_handle_t* handles = tu_alloc(sizeof(hvd_handle_t) * N);
+  for (int step = 0; step < 2; ++step) { /* the second step runs from the response cache */
+    for (int t = N - 1; t >= 0; --t) {
+      for (int k = 0; k < 4; ++k) data[t * 4 + k] = t + k + rank + step;
+      char name[32];
+      snprintf(name, sizeof name, "small.%d", t);
+      assert_hvd_ok(hvd_allreduce_async(&data[t * 4], &data[t * 4], 4, HVD_INT32, HVD_OP_SUM,
+                                        name, NULL, &handles[t]));
+    }
+    for (int t = 0; t < N; ++t) assert_hvd_ok(hvd_wait(handles[t]));
+    for (int t = 0; t < N; ++t)
+      for (int k = 0; k < 4; ++k)
+        assert_int_equal(data[t * 4 + k], size * (t + k + step) + size * (size - 1) / 2);
+  }
+  free(handles);
+  free(data);
+}
+
+/* The suite runs with HOROVOD_FUSION_THRESHOLD=1 MiB: 3 M floats exceed it. */
+static void tensor_larger_than_fusion_threshold(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  const int64_t big = 3 << 20;
+  float* a = tu_alloc(sizeof(float) * big);
+  float* b = tu_alloc(sizeof(float) * big);
+  float small[100][64];
+  hvd_handle_t hs[100], ha, hb;
+  for (int64_t i = 0; i < big; ++i) a[i] = (float)(i % 1000 + rank);
+  assert_hvd_ok(hvd_allreduce_async(a, b, big, HVD_FLOAT32, HVD_OP_SUM, "big.out", NULL, &hb));
+  assert_hvd_ok(hvd_allreduce_async(a, a, big, HVD_FLOAT32, HVD_OP_AVERAGE, "big.in", NULL, &ha));
+  for (int t = 0; t < 100; ++t) {
+    for (int k = 0; k < 64; ++k) small[t][k] = (float)(rank * 2);
+    char name[32];
+    snprintf(name, sizeof name, "beside.big.%d", t);
+    assert_hvd_ok(hvd_allreduce_async(small[t], small[t], 64, HVD_FLOAT32, HVD_OP_SUM, name, NULL, &hs[t]));
+  }
+  assert_hvd_ok(hvd_wait(hb));
+  assert_hvd_ok(hvd_wait(ha));
+  for (int t = 0; t < 100; ++t) assert_hvd_ok(hvd_wait(hs[t]));
+  for (int64_t i = 0; i < big; i += 4099) {
+    double sum = size * (double)(i % 1000) + size * (size - 1) / 2.0;
+    assert_float_equal(b[i], sum, 1e-3);
+    assert_float_equal(a[i], sum / size, 1e-3);
+  }
+  for (int t = 0; t < 100; ++t) assert_float_equal(small[t][0], size * (size - 1), 0);
+  free(a);
+  free(b);
+}
+
+/* A name reused with another count on every rank is a new tensor, not a mismatch:
+ * the cache entry is replaced. */
+static void cached_name_with_new_shape(void** state) {
+  (void)state;
+  const int size = hvd_size();
+  for (int step = 0; step < 6; ++step) {
+    int64_t count = 4 + step % 3;
+    float v[8];
+    for (int i = 0; i < 8; ++i) v[i] = 1.0f;
+    assert_hvd_ok(hvd_allreduce(v, v, count, HVD_FLOAT32, HVD_OP_SUM, "reshaped"));
+    for (int i = 0; i < count; ++i) assert_float_equal(v[i], size, 0);
+    for (int i = (int)count; i < 8; ++i) assert_float_equal(v[i], 1.0f, 0);
+  }
+}
+
+static void grouped_allreduce(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  float a[10], b[1000], c[3];
+  for (int i = 0; i < 10; ++i) a[i] = (float)rank;
+  for (int i = 0; i < 1000; ++i) b[i] = 1.0f;
+  for (int i = 0; i < 3; ++i) c[i] = 2.0f;
+  const void* sends[3] = {a, b, c};
+  void* recvs[3] = {a, b, c};
+  const int64_t counts[3] = {10, 1000, 3};
+  assert_hvd_ok(hvd_grouped_allreduce(3, sends, recvs, counts, HVD_FLOAT32, HVD_OP_SUM, "group", NULL));
+  assert_float_equal(a[9], size * (size - 1) / 2.0, 0);
+  assert_float_equal(b[999], size, 0);
+  assert_float_equal(c[2], 2.0 * size, 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(every_op_and_dtype),
+      cmocka_unit_test(blocking_unnamed_calls),
+      cmocka_unit_test(prescale_and_postscale),
+      cmocka_unit_test(ranks_enqueue_in_different_orders),
+      cmocka_unit_test(four_threads_at_once),
+      cmocka_unit_test(two_thousand_small_tensors),
+      cmocka_unit_test(tensor_larger_than_fusion_threshold),
+      cmocka_unit_test(cached_name_with_new_shape),
+      cmocka_unit_test(grouped_allreduce),
+  };
+  return cmocka_run_group_tests_name("allreduce", tests, tu_group_init, tu_group_shutdown);
+}

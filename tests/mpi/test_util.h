@@ -1,0 +1,163 @@
+/* Helpers shared by the multi-rank tests: typed element access for every hvd dtype
+ * (16-bit floats included), expected values, and CMocka glue. */
+#ifndef HVD_TESTS_MPI_TEST_UTIL_H
+#define HVD_TESTS_MPI_TEST_UTIL_H
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <hvd/hvd.h>
+
+static const hvd_dtype_t kAllDtypes[] = {HVD_UINT8,   HVD_INT8,     HVD_UINT16,  HVD_INT16,
+                                         HVD_INT32,   HVD_INT64,    HVD_FLOAT16, HVD_BFLOAT16,
+                                         HVD_FLOAT32, HVD_FLOAT64,  HVD_BOOL};
+#define NUM_DTYPES ((int)(sizeof kAllDtypes / sizeof kAllDtypes[0]))
+
+static inline size_t tu_dtype_size(hvd_dtype_t d) {
+  switch (d) {
+    case HVD_UINT8: case HVD_INT8: case HVD_BOOL: return 1;
+    case HVD_UINT16: case HVD_INT16: case HVD_FLOAT16: case HVD_BFLOAT16: return 2;
+    case HVD_INT32: case HVD_FLOAT32: return 4;
+    default: return 8;
+  }
+}
+
+static inline int tu_is_float(hvd_dtype_t d) {
+  return d == HVD_FLOAT16 || d == HVD_BFLOAT16 || d == HVD_FLOAT32 || d == HVD_FLOAT64;
+}
+
+static inline float tu_half_to_float(uint16_t h) {
+  int sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  float v;
+  if (exp == 0) v = ldexpf((float)mant, -24);
+  else if (exp == 31) v = mant ? NAN : INFINITY;
+  else v = ldexpf((float)(mant | 0x400), exp - 25);
+  return sign ? -v : v;
+}
+
+/* Exact for the small integers and halves the tests use; rounds otherwise. */
+static inline uint16_t tu_float_to_half(float f) {
+  uint16_t sign = f < 0 ? 0x8000 : 0;
+  float a = fabsf(f);
+  if (a == 0) return sign;
+  int e;
+  float m = frexpf(a, &e); /* a = m * 2^e, m in [0.5, 1) */
+  int exp = e + 14;
+  if (exp <= 0) return (uint16_t)(sign | (uint16_t)lrintf(ldexpf(a, 24)));
+  if (exp >= 31) return (uint16_t)(sign | 0x7c00);
+  int mant = (int)lrintf((m * 2 - 1) * 1024);
+  if (mant == 1024) { mant = 0; ++exp; }
+  return (uint16_t)(sign | (exp << 10) | mant);
+}
+
+static inline float tu_bf16_to_float(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+static inline uint16_t tu_float_to_bf16(float f) {
+  uint32_t bits;
+  memcpy(&bits, &f, 4);
+  bits += 0x7fff + ((bits >> 16) & 1);
+  return (uint16_t)(bits >> 16);
+}
+
+static inline void tu_set(void* buf, hvd_dtype_t d, int64_t i, double v) {
+  switch (d) {
+    case HVD_UINT8: ((uint8_t*)buf)[i] = (uint8_t)v; break;
+    case HVD_INT8: ((int8_t*)buf)[i] = (int8_t)v; break;
+    case HVD_UINT16: ((uint16_t*)buf)[i] = (uint16_t)v; break;
+    case HVD_INT16: ((int16_t*)buf)[i] = (int16_t)v; break;
+    case HVD_INT32: ((int32_t*)buf)[i] = (int32_t)v; break;
+    case HVD_INT64: ((int64_t*)buf)[i] = (int64_t)v; break;
+    case HVD_FLOAT16: ((uint16_t*)buf)[i] = tu_float_to_half((float)v); break;
+    case HVD_BFLOAT16: ((uint16_t*)buf)[i] = tu_float_to_bf16((float)v); break;
+    case HVD_FLOAT32: ((float*)buf)[i] = (float)v; break;
+    case HVD_FLOAT64: ((double*)buf)[i] = v; break;
+    case HVD_BOOL: ((uint8_t*)buf)[i] = v != 0; break;
+  }
+}
+
+static inline double tu_get(const void* buf, hvd_dtype_t d, int64_t i) {
+  switch (d) {
+    case HVD_UINT8: return ((const uint8_t*)buf)[i];
+    case HVD_INT8: return ((const int8_t*)buf)[i];
+    case HVD_UINT16: return ((const uint16_t*)buf)[i];
+    case HVD_INT16: return ((const int16_t*)buf)[i];
+    case HVD_INT32: return ((const int32_t*)buf)[i];
+    case HVD_INT64: return (double)((const int64_t*)buf)[i];
+    case HVD_FLOAT16: return tu_half_to_float(((const uint16_t*)buf)[i]);
+    case HVD_BFLOAT16: return tu_bf16_to_float(((const uint16_t*)buf)[i]);
+    case HVD_FLOAT32: return ((const float*)buf)[i];
+    case HVD_FLOAT64: return ((const double*)buf)[i];
+    case HVD_BOOL: return ((const uint8_t*)buf)[i] != 0;
+  }
+  return 0;
+}
+
+/* Relative tolerance of a dtype's rounding. */
+static inline double tu_tolerance(hvd_dtype_t d) {
+  switch (d) {
+    case HVD_FLOAT16: return 2e-3;
+    case HVD_BFLOAT16: return 1.6e-2;
+    case HVD_FLOAT32: return 1e-6;
+    case HVD_FLOAT64: return 1e-12;
+    default: return 0;
+  }
+}
+
+static inline int tu_close(double got, double want, hvd_dtype_t d) {
+  if (!tu_is_float(d)) return got == want;
+  return fabs(got - want) <= tu_tolerance(d) * fmax(1.0, fabs(want));
+}
+
+/* Asserts a status with the library's message in the failure text. */
+#define assert_hvd_ok(expr)                                                          \
+  do {                                                                               \
+    hvd_status_t st_ = (expr);                                                       \
+    if (st_ != HVD_SUCCESS)                                                          \
+      fail_msg("%s -> %d (%s): %s", #expr, (int)st_, hvd_status_string(st_),          \
+               hvd_last_error());                                                    \
+  } while (0)
+
+#define assert_hvd_status(expr, want)                                                \
+  do {                                                                               \
+    hvd_status_t st_ = (expr);                                                       \
+    if (st_ != (want))                                                               \
+      fail_msg("%s -> %d (%s), expected %d: %s", #expr, (int)st_,                    \
+               hvd_status_string(st_), (int)(want), hvd_last_error());               \
+  } while (0)
+
+static inline void* tu_alloc(size_t bytes) {
+  void* p = malloc(bytes ? bytes : 1);
+  assert_non_null(p);
+  return p;
+}
+
+static inline int tu_group_init(void** state) {
+  (void)state;
+  return hvd_init() == HVD_SUCCESS ? 0 : -1;
+}
+
+static inline int tu_group_shutdown(void** state) {
+  (void)state;
+  return hvd_shutdown() == HVD_SUCCESS ? 0 : -1;
+}
+
+/* CMocka prints per process; prefix the group name with the rank so logs read well. */
+static inline int tu_run(const char* name, const struct CMUnitTest* tests, size_t n,
+                         CMFixtureFunction setup, CMFixtureFunction teardown) {
+  return _cmocka_run_group_tests(name, tests, n, setup, teardown);
+}
+
+#endif

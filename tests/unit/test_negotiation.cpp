@@ -1,0 +1,239 @@
+// Single-process tests of the negotiation pieces: the response cache, the agreement
+// check, the wire format and the fusion planner.
+#include <cstring>
+#include <string>
+#include <vector>
+
+
+#include "core/agreement.h"
+#include "core/error.h"
+#include "core/response_cache.h"
+#include "core/wire.h"
+#include "fusion/planner.h"
+#include "fusion/scale.h"
+
+// After our headers: cmocka.h defines a fail() macro.
+extern "C" {
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+}
+
+using namespace hvd;
+
+namespace {
+
+Response allreduce_response(const std::string& name, int64_t count,
+                            hvd_dtype_t dtype = HVD_FLOAT32) {
+  Response r;
+  r.key = r.name = name;
+  r.spec.op = OpType::Allreduce;
+  r.spec.dtype = dtype;
+  r.spec.shape = {count};
+  return r;
+}
+
+void cache_evicts_least_recently_used(void**) {
+  ResponseCache cache(3);
+  std::string evicted;
+  assert_int_equal(cache.put(allreduce_response("a", 1), &evicted), 0);
+  assert_int_equal(cache.put(allreduce_response("b", 1), &evicted), 1);
+  assert_int_equal(cache.put(allreduce_response("c", 1), &evicted), 2);
+  assert_true(evicted.empty());
+  cache.touch(cache.find("a"));  // b is now the oldest
+  int slot = cache.put(allreduce_response("d", 1), &evicted);
+  assert_string_equal(evicted.c_str(), "b");
+  assert_int_equal(slot, 1);  // b's slot is reused
+  assert_int_equal(cache.find("b"), -1);
+  assert_int_equal(cache.find("d"), 1);
+  assert_int_equal(cache.size(), 3);
+  cache.erase(cache.find("a"));
+  assert_int_equal(cache.find("a"), -1);
+  assert_int_equal(cache.size(), 2);
+  // Replacing a key keeps its slot.
+  evicted.clear();
+  assert_int_equal(cache.put(allreduce_response("d", 9), &evicted), 1);
+  assert_int_equal(cache.at(1).spec.shape[0], 9);
+  assert_true(evicted.empty());
+}
+
+void cache_of_capacity_zero_holds_nothing(void**) {
+  ResponseCache cache(0);
+  std::string evicted;
+  assert_int_equal(cache.put(allreduce_response("a", 1), &evicted), -1);
+  assert_int_equal(cache.find("a"), -1);
+}
+
+void identical_caches_from_identical_histories(void**) {
+  ResponseCache one(4), two(4);
+  std::string e1, e2;
+  for (int i = 0; i < 50; ++i) {
+    std::string name = "t" + std::to_string((i * 7) % 9);
+    int s1 = one.put(allreduce_response(name, i), &e1);
+    int s2 = two.put(allreduce_response(name, i), &e2);
+    assert_int_equal(s1, s2);
+    assert_string_equal(e1.c_str(), e2.c_str());
+  }
+}
+
+void agreement_names_ranks_that_differ(void**) {
+  TensorSpec a;
+  a.shape = {10};
+  TensorSpec b = a;
+  b.shape = {12};
+  Response r = agree("w", "w", {a, a, b, a}, {0, 1, 2, 3});
+  assert_int_equal(r.error.status, HVD_ERR_MISMATCH);
+  const char* msg = r.error.message.c_str();
+  assert_non_null(strstr(msg, "'w'"));
+  assert_non_null(strstr(msg, "count"));
+  assert_non_null(strstr(msg, "ranks 0, 1, 3: 10"));
+  assert_non_null(strstr(msg, "rank 2: 12"));
+
+  TensorSpec c = a;
+  c.dtype = HVD_FLOAT64;
+  r = agree("w", "w", {a, c}, {0, 1});
+  assert_non_null(strstr(r.error.message.c_str(), "dtype"));
+  assert_non_null(strstr(r.error.message.c_str(), "float64"));
+
+  r = agree("w", "w", {a, a}, {0, 1});
+  assert_true(r.error.ok());
+}
+
+void agreement_allgather_keeps_rows_per_rank(void**) {
+  TensorSpec a;
+  a.op = OpType::Allgather;
+  a.shape = {3, 4};
+  TensorSpec b = a;
+  b.shape = {5, 4};
+  Response r = agree("g", "g", {a, b}, {0, 1});
+  assert_true(r.error.ok());
+  assert_int_equal(r.per_rank.size(), 2);
+  assert_int_equal(r.per_rank[1], 5);
+  assert_true(r.spec_for(1, 2) == b);
+  TensorSpec c = a;
+  c.shape = {3, 5};
+  r = agree("g", "g", {a, c}, {0, 1});
+  assert_int_equal(r.error.status, HVD_ERR_MISMATCH);
+}
+
+void wire_round_trip(void**) {
+  WireMessage m;
+  WireEntry e;
+  e.name = std::string("name with \0 byte", 16);
+  e.spec.op = OpType::Broadcast;
+  e.spec.dtype = HVD_BFLOAT16;
+  e.spec.root = 3;
+  e.spec.shape = {1ll << 40};
+  e.spec.prescale = 0.25;
+  m.entries.push_back(e);
+  WireEntry t;
+  t.kind = WireKind::Timeout;
+  t.name = "late";
+  t.text = "ranks 1 never submitted it";
+  m.entries.push_back(t);
+  std::vector<uint8_t> bytes;
+  wire_encode(m, &bytes);
+  WireMessage out;
+  assert_true(wire_decode(bytes.data(), bytes.size(), &out).ok());
+  assert_int_equal(out.entries.size(), 2);
+  assert_true(out.entries[0].name == e.name);
+  assert_true(out.entries[0].spec == e.spec);
+  assert_string_equal(out.entries[1].text.c_str(), t.text.c_str());
+}
+
+void wire_rejects_every_truncation_and_corruption(void**) {
+  WireMessage m;
+  for (int i = 0; i < 3; ++i) {
+    WireEntry e;
+    e.name = "tensor" + std::to_string(i);
+    e.spec.shape = {i, 2};
+    e.spec.splits = {1, 2, 3};
+    m.entries.push_back(e);
+  }
+  std::vector<uint8_t> bytes;
+  wire_encode(m, &bytes);
+  WireMessage out;
+  for (size_t n = 0; n < bytes.size(); ++n)
+    assert_false(wire_decode(bytes.data(), n, &out).ok());
+  std::vector<uint8_t> longer = bytes;
+  longer.push_back(0);
+  assert_false(wire_decode(longer.data(), longer.size(), &out).ok());
+  // Flip every byte in turn: decoding either fails cleanly or yields valid enums.
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::vector<uint8_t> bad = bytes;
+    bad[i] ^= 0xff;
+    Error err = wire_decode(bad.data(), bad.size(), &out);
+    if (err.ok())
+      for (const WireEntry& e : out.entries) assert_true(static_cast<int>(e.spec.op) < kNumOpTypes);
+  }
+}
+
+void planner_fuses_small_same_kind_tensors(void**) {
+  FusionConfig config;
+  config.threshold = 900;
+  config.inplace_min_bytes = 400;
+  std::vector<Response> rs = {
+      allreduce_response("a", 10),            // 40 B
+      allreduce_response("b", 10, HVD_INT32), // other dtype: other batch
+      allreduce_response("c", 50),            // 200 B
+      allreduce_response("big", 200),         // 800 B >= inplace_min: alone, unfused
+      allreduce_response("d", 90),            // 360 B: a + c + d = 600
+      allreduce_response("e", 99),            // 396 B: would pass 900 -> new batch
+  };
+  std::vector<Batch> batches = plan_batches(rs, config);
+  assert_int_equal(batches.size(), 4);
+  assert_int_equal(batches[0].items.size(), 3);  // a, c, d
+  assert_int_equal(batches[0].items[2], 4);
+  assert_true(batches[0].fused);
+  assert_int_equal(batches[0].bytes, 600);
+  assert_int_equal(batches[1].items[0], 1);      // b
+  assert_false(batches[2].fused);                // big
+  assert_int_equal(batches[2].items[0], 3);
+  assert_int_equal(batches[3].items[0], 5);      // e
+
+  config.threshold = 0;  // fusion off: one batch per tensor
+  assert_int_equal(plan_batches(rs, config).size(), rs.size());
+}
+
+void planner_keeps_scaling_and_sets_apart(void**) {
+  FusionConfig config;
+  std::vector<Response> rs = {allreduce_response("a", 4), allreduce_response("b", 4),
+                              allreduce_response("c", 4), allreduce_response("d", 4)};
+  rs[1].spec.prescale = 2.0;
+  rs[2].spec.process_set = 1;
+  rs[3].error = make_error(HVD_ERR_MISMATCH, "x");
+  std::vector<Batch> batches = plan_batches(rs, config);
+  assert_int_equal(batches.size(), 4);
+}
+
+void scaling_copies(void**) {
+  float f[3] = {1, 2, 3}, g[3];
+  copy_averaged(g, f, 3, HVD_FLOAT32, 2, 3.0);
+  assert_true(g[2] == 4.5f);
+  int32_t i[3] = {5, -5, 7}, j[3];
+  copy_averaged(j, i, 3, HVD_INT32, 2, 1.0);
+  assert_int_equal(j[0], 2);
+  assert_int_equal(j[1], -2);
+  assert_int_equal(j[2], 3);
+  copy_scaled(i, i, 3, HVD_INT32, 2.0);
+  assert_int_equal(i[2], 14);
+}
+
+}  // namespace
+
+int main() {
+  const CMUnitTest tests[] = {
+      cmocka_unit_test(cache_evicts_least_recently_used),
+      cmocka_unit_test(cache_of_capacity_zero_holds_nothing),
+      cmocka_unit_test(identical_caches_from_identical_histories),
+      cmocka_unit_test(agreement_names_ranks_that_differ),
+      cmocka_unit_test(agreement_allgather_keeps_rows_per_rank),
+      cmocka_unit_test(wire_round_trip),
+      cmocka_unit_test(wire_rejects_every_truncation_and_corruption),
+      cmocka_unit_test(planner_fuses_small_same_kind_tensors),
+      cmocka_unit_test(planner_keeps_scaling_and_sets_apart),
+      cmocka_unit_test(scaling_copies),
+  };
+  return cmocka_run_group_tests_name("negotiation", tests, nullptr, nullptr);
+}
