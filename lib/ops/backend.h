@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
 #include "core/error.h"
 #include "core/process_sets.h"
@@ -31,6 +32,27 @@ class Backend {
   // count elements from set rank root to every rank of the set.
   virtual Error broadcast(void* buffer, int64_t count, hvd_dtype_t dtype, int root,
                           const ProcessSet& set) = 0;
+  // Set rank r contributes counts[r] elements; recv holds them all, rank r's block at
+  // displs[r] (elements). send may be recv + displs[my rank] (in place).
+  virtual Error allgatherv(const void* send, void* recv, const std::vector<int64_t>& counts,
+                           const std::vector<int64_t>& displs, hvd_dtype_t dtype,
+                           const ProcessSet& set) = 0;
+  // send_counts[r] elements at send_displs[r] go to set rank r; recv_counts[r] elements
+  // from set rank r land at recv_displs[r]. Out of place only.
+  virtual Error alltoallv(const void* send, const std::vector<int64_t>& send_counts,
+                          const std::vector<int64_t>& send_displs, void* recv,
+                          const std::vector<int64_t>& recv_counts,
+                          const std::vector<int64_t>& recv_displs, hvd_dtype_t dtype,
+                          const ProcessSet& set) = 0;
+  // send holds sum(counts) elements laid out rank by rank; recv gets counts[my rank]
+  // elements, the reduction over the set of block my rank. Out of place only.
+  virtual Error reducescatter(const void* send, void* recv, const std::vector<int64_t>& counts,
+                              hvd_dtype_t dtype, hvd_reduce_op_t op, const ProcessSet& set) = 0;
+
+  // Called on every rank of the world, collectively, after a set is created and
+  // before it is destroyed, so a backend can build or free its own communicators.
+  virtual Error process_set_added(const ProcessSet& set) { return {}; }
+  virtual void process_set_removed(const ProcessSet& set) {}
 };
 
 }  // namespace hvd

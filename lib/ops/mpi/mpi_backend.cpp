@@ -63,4 +63,114 @@ Error MpiBackend::broadcast(void* buffer, int64_t count, hvd_dtype_t dtype, int 
   return Error::success();
 }
 
+namespace {
+
+bool fits_int(const std::vector<int64_t>& v) {
+  return std::all_of(v.begin(), v.end(), [](int64_t x) { return x >= 0 && x <= INT_MAX; });
+}
+
+std::vector<int> to_int(const std::vector<int64_t>& v) { return {v.begin(), v.end()}; }
+
+#if MPI_VERSION >= 4
+std::vector<MPI_Count> to_count(const std::vector<int64_t>& v) { return {v.begin(), v.end()}; }
+std::vector<MPI_Aint> to_aint(const std::vector<int64_t>& v) { return {v.begin(), v.end()}; }
+#endif
+
+[[maybe_unused]] Error too_large(const char* what) {
+  return make_error(HVD_ERR_UNSUPPORTED,
+                    "%s of more than 2^31 elements per rank needs an MPI-4 library "
+                    "(large-count functions); split the tensor", what);
+}
+
+uint64_t sum_bytes(const std::vector<int64_t>& counts, int skip, size_t esize) {
+  uint64_t total = 0;
+  for (size_t r = 0; r < counts.size(); ++r)
+    if (static_cast<int>(r) != skip) total += static_cast<uint64_t>(counts[r]) * esize;
+  return total;
+}
+
+}  // namespace
+
+// Large counts go through MPI-4's _c functions; everything else through the classic
+// int-count calls, which every MPI implements and tunes best.
+Error MpiBackend::allgatherv(const void* send, void* recv, const std::vector<int64_t>& counts,
+                             const std::vector<int64_t>& displs, hvd_dtype_t dtype,
+                             const ProcessSet& set) {
+  counters_->collectives.fetch_add(1, std::memory_order_relaxed);
+  MPI_Datatype type = mpi_datatype(dtype);
+  const int me = set.my_set_rank;
+  const size_t esize = dtype_size(dtype);
+  const void* in = send == static_cast<const char*>(recv) + displs[me] * esize ? MPI_IN_PLACE : send;
+  int rc;
+  if (fits_int(counts) && fits_int(displs)) {
+    auto c = to_int(counts), d = to_int(displs);
+    rc = MPI_Allgatherv(in, c[me], type, recv, c.data(), d.data(), type, set.comm);
+  } else {
+#if MPI_VERSION >= 4
+    auto c = to_count(counts);
+    auto d = to_aint(displs);
+    rc = MPI_Allgatherv_c(in, c[me], type, recv, c.data(), d.data(), type, set.comm);
+#else
+    return too_large("allgather");
+#endif
+  }
+  if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Allgatherv");
+  counters_->global_bytes.fetch_add(static_cast<uint64_t>(counts[me]) * esize * (set.size() - 1),
+                                    std::memory_order_relaxed);
+  return Error::success();
+}
+
+Error MpiBackend::alltoallv(const void* send, const std::vector<int64_t>& send_counts,
+                            const std::vector<int64_t>& send_displs, void* recv,
+                            const std::vector<int64_t>& recv_counts,
+                            const std::vector<int64_t>& recv_displs, hvd_dtype_t dtype,
+                            const ProcessSet& set) {
+  counters_->collectives.fetch_add(1, std::memory_order_relaxed);
+  MPI_Datatype type = mpi_datatype(dtype);
+  int rc;
+  if (fits_int(send_counts) && fits_int(send_displs) && fits_int(recv_counts) &&
+      fits_int(recv_displs)) {
+    auto sc = to_int(send_counts), sd = to_int(send_displs);
+    auto rcn = to_int(recv_counts), rd = to_int(recv_displs);
+    rc = MPI_Alltoallv(send, sc.data(), sd.data(), type, recv, rcn.data(), rd.data(), type,
+                       set.comm);
+  } else {
+#if MPI_VERSION >= 4
+    auto sc = to_count(send_counts), rcn = to_count(recv_counts);
+    auto sd = to_aint(send_displs), rd = to_aint(recv_displs);
+    rc = MPI_Alltoallv_c(send, sc.data(), sd.data(), type, recv, rcn.data(), rd.data(), type,
+                         set.comm);
+#else
+    return too_large("alltoall");
+#endif
+  }
+  if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Alltoallv");
+  counters_->global_bytes.fetch_add(sum_bytes(send_counts, set.my_set_rank, dtype_size(dtype)),
+                                    std::memory_order_relaxed);
+  return Error::success();
+}
+
+Error MpiBackend::reducescatter(const void* send, void* recv, const std::vector<int64_t>& counts,
+                                hvd_dtype_t dtype, hvd_reduce_op_t op, const ProcessSet& set) {
+  counters_->collectives.fetch_add(1, std::memory_order_relaxed);
+  MPI_Datatype type = mpi_datatype(dtype);
+  MPI_Op mpi_op = mpi_reduce_op(op, dtype);
+  int rc;
+  if (fits_int(counts)) {
+    auto c = to_int(counts);
+    rc = MPI_Reduce_scatter(send, recv, c.data(), type, mpi_op, set.comm);
+  } else {
+#if MPI_VERSION >= 4
+    auto c = to_count(counts);
+    rc = MPI_Reduce_scatter_c(send, recv, c.data(), type, mpi_op, set.comm);
+#else
+    return too_large("reducescatter");
+#endif
+  }
+  if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Reduce_scatter");
+  counters_->global_bytes.fetch_add(sum_bytes(counts, set.my_set_rank, dtype_size(dtype)),
+                                    std::memory_order_relaxed);
+  return Error::success();
+}
+
 }  // namespace hvd

@@ -16,6 +16,16 @@ class MpiBackend : public Backend {
                   hvd_reduce_op_t op, const ProcessSet& set) override;
   Error broadcast(void* buffer, int64_t count, hvd_dtype_t dtype, int root,
                   const ProcessSet& set) override;
+  Error allgatherv(const void* send, void* recv, const std::vector<int64_t>& counts,
+                   const std::vector<int64_t>& displs, hvd_dtype_t dtype,
+                   const ProcessSet& set) override;
+  Error alltoallv(const void* send, const std::vector<int64_t>& send_counts,
+                  const std::vector<int64_t>& send_displs, void* recv,
+                  const std::vector<int64_t>& recv_counts,
+                  const std::vector<int64_t>& recv_displs, hvd_dtype_t dtype,
+                  const ProcessSet& set) override;
+  Error reducescatter(const void* send, void* recv, const std::vector<int64_t>& counts,
+                      hvd_dtype_t dtype, hvd_reduce_op_t op, const ProcessSet& set) override;
 
   // The same on an explicit communicator (hierarchical algorithms use local/cross).
   Error allreduce_on(MPI_Comm comm, const void* send, void* recv, int64_t count,
