@@ -41,7 +41,18 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
       host_(runtime.params.allreduce_chunk_bytes, &runtime.counters),
       executor_(&host_, &runtime.sets,
                 [this](Request&& r, const Error& e) { complete(std::move(r), e); },
-                [this](const Response& r, Request* local) { return administer(r, local); }) {
+                [this](const Response& r, Request* local) { return administer(r, local); }),
+      hier_(NodeLayout{runtime.local, runtime.cross, runtime.local_rank, runtime.local_size,
+                       runtime.cross_rank, runtime.cross_size, runtime.homogeneous,
+                       runtime.num_nodes, runtime.max_local_size,
+                       runtime.local_rank == 0 ? runtime.cross : MPI_COMM_NULL},
+            runtime.params.allreduce_chunk_bytes, &runtime.counters) {
+  executor_.set_hierarchical(&hier_);
+  executor_.use_hierarchical(rt_.params.hierarchical_allreduce);
+  if (rt_.params.hierarchical_allreduce && hier_.useful() && !rt_.homogeneous && rt_.rank == 0)
+    HVD_LOG(Warning,
+            "hierarchical allreduce: nodes have different numbers of ranks, so it reduces "
+            "through one rank per node (slower than the even-node algorithm)");
   fusion_.threshold = rt_.params.fusion_threshold;
   fusion_.inplace_min_bytes = rt_.params.inplace_min_bytes;
   fusion_.disable_group_fusion = rt_.params.disable_group_fusion;

@@ -54,6 +54,7 @@ class BackgroundLoop {
   Controller controller_;
   MpiBackend host_;
   Executor executor_;
+  HierarchicalAllreduce hier_;
   FusionConfig fusion_;
   Mode mode_ = Mode::Idle;
   int64_t round_ = 0;

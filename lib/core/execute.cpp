@@ -95,6 +95,15 @@ Error Executor::dispatch(const Batch& batch, const std::vector<Response>& respon
   return make_error(HVD_ERR_INTERNAL, "unknown operation %d", static_cast<int>(op));
 }
 
+Error Executor::reduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
+                        hvd_reduce_op_t op, const ProcessSet& set) {
+  if (use_hier_ && hier_ && set.id == 0 && hier_->useful()) {
+    if (send != recv) copy_scaled(recv, send, count, dtype, 1.0);
+    return hier_->allreduce(recv, count, dtype, op);
+  }
+  return host_->allreduce(send, recv, count, dtype, op, set);
+}
+
 Error Executor::allreduce_single(const Response& r, Request* local, const ProcessSet& set) {
   const TensorSpec& spec = r.spec;
   const int64_t count = spec.num_elements();
@@ -106,7 +115,7 @@ Error Executor::allreduce_single(const Response& r, Request* local, const Proces
     copy_scaled(recv, send, count, spec.dtype, spec.prescale);
     send = recv;
   }
-  Error err = host_->allreduce(send, recv, count, spec.dtype, transport_op(spec.reduce_op), set);
+  Error err = reduce(send, recv, count, spec.dtype, transport_op(spec.reduce_op), set);
   if (!err.ok()) return err;
   int divisor = divisor_of(spec, set);
   if (divisor > 1 || spec.postscale != 1.0)
@@ -131,7 +140,7 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
     offset += bytes;
   }
   const int64_t total = static_cast<int64_t>(offset / esize);
-  Error err = host_->allreduce(buffer, buffer, total, spec.dtype, transport_op(spec.reduce_op), set);
+  Error err = reduce(buffer, buffer, total, spec.dtype, transport_op(spec.reduce_op), set);
   if (!err.ok()) return err;
   const int divisor = divisor_of(spec, set);
   offset = 0;

@@ -11,6 +11,7 @@
 #include "core/params.h"
 #include "fusion/planner.h"
 #include "ops/backend.h"
+#include "ops/hier/hier_allreduce.h"
 
 namespace hvd {
 
@@ -25,6 +26,11 @@ class Executor {
 
   void run(const Batch& batch, const std::vector<Response>& responses, Controller& controller);
 
+  // Hierarchical allreduce for the global set (nullptr: flat only). The choice is
+  // made per round from parameters that are equal on every rank.
+  void set_hierarchical(HierarchicalAllreduce* hier) { hier_ = hier; }
+  void use_hierarchical(bool on) { use_hier_ = on; }
+
  private:
   Error dispatch(const Batch& batch, const std::vector<Response>& responses,
                  const std::vector<Request*>& locals, const ProcessSet& set);
@@ -37,12 +43,17 @@ class Executor {
   Error alltoall(const Response& r, Request* local, const ProcessSet& set);
   Error reducescatter(const Response& r, Request* local, const ProcessSet& set);
   void* scratch(size_t bytes, bool zero);
+  // recv = reduction of send over the set, flat or hierarchical.
+  Error reduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
+               const ProcessSet& set);
   std::vector<unsigned char>& fusion_buffer(size_t bytes);
 
   Backend* host_;
   ProcessSetTable* sets_;
   Complete complete_;
   Admin admin_;
+  HierarchicalAllreduce* hier_ = nullptr;
+  bool use_hier_ = false;
   std::vector<unsigned char> fusion_buffer_;
   std::vector<unsigned char> scratch_;
 };
