@@ -82,8 +82,11 @@ def allreduce_async(array, op=Average, name=None, prescale_factor=1.0, postscale
                              f"expected {src.shape} and {src.dtype}")
     opts = _options(process_set, prescale_factor, postscale_factor)
     shape = np.shape(array)
+
+    def result():
+        return out if out.shape == shape else out.reshape(shape)
     return _raw.allreduce(src.ctypes.data, out.ctypes.data, src.size, code, int(op), name,
-                          opts, (src, out), lambda: out.reshape(shape))
+                          opts, (src, out), result)
 
 
 def allreduce(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
