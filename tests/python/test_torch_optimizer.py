@@ -208,3 +208,15 @@ def test_join_with_uneven_batches():
         ref_opt.step()
     hvd.broadcast_parameters(model.state_dict(), root_rank=last)
     assert torch.allclose(params_of(model), params_of(reference), rtol=1e-9, atol=1e-12)
+
+
+def test_hooks_start_reductions_during_backward():
+    model = make_model()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   model.named_parameters())
+    loss_fn(model, *batch(0, hvd.rank())).backward()
+    # Before step(): every gradient already has an allreduce in flight or done.
+    started = [opt._handles.get(p, (None,))[0] for p in model.parameters()]
+    assert all(h is not None for h in started)
+    opt.step()
+    assert not opt._handles
