@@ -46,6 +46,8 @@ class BackgroundLoop {
   Error wait_request(MPI_Request* request);
   void inspect_stalls();
   void complete(Request&& request, const Error& result);
+  // Runs process-set changes (collective over the world, in negotiated order).
+  Error administer(const Response& response, Request* local);
   void fail_everything(const Error& error);
 
   Runtime& rt_;

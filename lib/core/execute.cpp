@@ -26,6 +26,11 @@ void* Executor::scratch(size_t bytes, bool zero) {
   return scratch_.data();
 }
 
+std::vector<unsigned char>& Executor::fusion_buffer(size_t bytes) {
+  if (fusion_buffer_.size() < bytes) fusion_buffer_.resize(bytes);
+  return fusion_buffer_;
+}
+
 void Executor::run(const Batch& batch, const std::vector<Response>& responses,
                    Controller& controller) {
   const Response& first = responses[batch.items.front()];
@@ -44,25 +49,50 @@ void Executor::run(const Batch& batch, const std::vector<Response>& responses,
                         "device backend enabled",
                         first.name.c_str());
   } else {
-    switch (first.spec.op) {
-      case OpType::Allreduce:
-        result = batch.fused ? allreduce_fused(batch, responses, locals, *set)
-                             : allreduce_single(first, locals[0], *set);
-        break;
-      case OpType::Broadcast:
-        result = broadcast(first, locals[0], *set);
-        break;
-      default:
-        result = make_error(HVD_ERR_UNSUPPORTED, "%s is not supported by this version of libhvd",
-                            op_type_name(first.spec.op));
-        break;
-    }
+    result = dispatch(batch, responses, locals, *set);
   }
   for (size_t k = 0; k < batch.items.size(); ++k) {
     Request request;
     if (controller.take_local(responses[batch.items[k]].key, &request))
       complete_(std::move(request), result);
   }
+}
+
+Error Executor::dispatch(const Batch& batch, const std::vector<Response>& responses,
+                         const std::vector<Request*>& locals, const ProcessSet& set) {
+  const Response& first = responses[batch.items.front()];
+  const OpType op = first.spec.op;
+  // Only allreduce runs with members that have no request (joined ranks); the
+  // controller fails every other operation in that case before it gets here.
+  if (op != OpType::Allreduce && op != OpType::Join) {
+    for (Request* local : locals)
+      if (!local)
+        return make_error(HVD_ERR_INTERNAL, "tensor '%s': %s scheduled without a local request",
+                          first.name.c_str(), op_type_name(op));
+  }
+  switch (op) {
+    case OpType::Allreduce:
+      return batch.fused ? allreduce_fused(batch, responses, locals, set)
+                         : allreduce_single(first, locals[0], set);
+    case OpType::Broadcast:
+      return broadcast(first, locals[0], set);
+    case OpType::Allgather:
+      return allgather(batch, responses, locals, set);
+    case OpType::Alltoall:
+      return alltoall(first, locals[0], set);
+    case OpType::Reducescatter:
+      return reducescatter(first, locals[0], set);
+    case OpType::Barrier:
+      return Error::success();  // negotiation completing is the barrier
+    case OpType::Join:
+      if (locals[0] && locals[0]->out_value && !first.per_rank.empty())
+        *locals[0]->out_value = first.per_rank[0];
+      return Error::success();
+    case OpType::ProcessSetAdd:
+    case OpType::ProcessSetRemove:
+      return admin_(first, locals[0]);
+  }
+  return make_error(HVD_ERR_INTERNAL, "unknown operation %d", static_cast<int>(op));
 }
 
 Error Executor::allreduce_single(const Response& r, Request* local, const ProcessSet& set) {
@@ -88,9 +118,7 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
                                 const std::vector<Request*>& locals, const ProcessSet& set) {
   const TensorSpec& spec = responses[batch.items.front()].spec;
   const size_t esize = dtype_size(spec.dtype);
-  if (fusion_buffer_.size() < static_cast<size_t>(batch.bytes))
-    fusion_buffer_.resize(static_cast<size_t>(batch.bytes));
-  unsigned char* buffer = fusion_buffer_.data();
+  unsigned char* buffer = fusion_buffer(static_cast<size_t>(batch.bytes)).data();
 
   size_t offset = 0;
   for (size_t k = 0; k < batch.items.size(); ++k) {

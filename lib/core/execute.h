@@ -1,5 +1,7 @@
 // Runs planned batches: fusion copies, the collective through a backend, scaling, and
-// completion of the local requests.
+// completion of the local requests. Every member of a batch's process set runs the
+// same batches in the same order; a member without a local request (a joined rank)
+// contributes zeros to allreduces.
 #pragma once
 
 #include <functional>
@@ -15,24 +17,39 @@ namespace hvd {
 class Executor {
  public:
   using Complete = std::function<void(Request&&, const Error&)>;
+  // Process-set changes and other runtime-level operations, run by the owner.
+  using Admin = std::function<Error(const Response&, Request* local)>;
 
-  Executor(Backend* host, ProcessSetTable* sets, Complete complete)
-      : host_(host), sets_(sets), complete_(std::move(complete)) {}
+  Executor(Backend* host, ProcessSetTable* sets, Complete complete, Admin admin)
+      : host_(host), sets_(sets), complete_(std::move(complete)), admin_(std::move(admin)) {}
 
   void run(const Batch& batch, const std::vector<Response>& responses, Controller& controller);
 
  private:
+  Error dispatch(const Batch& batch, const std::vector<Response>& responses,
+                 const std::vector<Request*>& locals, const ProcessSet& set);
   Error allreduce_single(const Response& r, Request* local, const ProcessSet& set);
   Error allreduce_fused(const Batch& batch, const std::vector<Response>& responses,
                         const std::vector<Request*>& locals, const ProcessSet& set);
   Error broadcast(const Response& r, Request* local, const ProcessSet& set);
+  Error allgather(const Batch& batch, const std::vector<Response>& responses,
+                  const std::vector<Request*>& locals, const ProcessSet& set);
+  Error alltoall(const Response& r, Request* local, const ProcessSet& set);
+  Error reducescatter(const Response& r, Request* local, const ProcessSet& set);
   void* scratch(size_t bytes, bool zero);
+  std::vector<unsigned char>& fusion_buffer(size_t bytes);
 
   Backend* host_;
   ProcessSetTable* sets_;
   Complete complete_;
+  Admin admin_;
   std::vector<unsigned char> fusion_buffer_;
   std::vector<unsigned char> scratch_;
 };
+
+// Output memory for results of negotiated size (allgather, alltoall): the request's
+// allocator, else malloc (released by hvd_free). Never NULL for a successful return;
+// zero bytes still give a valid pointer.
+Error allocate_output(const Request& request, size_t bytes, void** out);
 
 }  // namespace hvd
