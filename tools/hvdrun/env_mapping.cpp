@@ -44,12 +44,16 @@ bool valid_core_list(const std::string& text) {
 
 std::string format_number(double value) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", value);
-  // Prefer the shortest text that reads back to the same double.
+  // Whole numbers as integers ("60", never "6e+01"): the libraries read both, people
+  // read one.
+  if (std::isfinite(value) && value == std::floor(value) && std::fabs(value) < 1e15) {
+    std::snprintf(buf, sizeof buf, "%.0f", value);
+    return buf;
+  }
+  // Otherwise the shortest text that reads back to the same double.
   for (int precision = 1; precision <= 17; ++precision) {
-    char shorter[64];
-    std::snprintf(shorter, sizeof shorter, "%.*g", precision, value);
-    if (std::strtod(shorter, nullptr) == value) return shorter;
+    std::snprintf(buf, sizeof buf, "%.*g", precision, value);
+    if (std::strtod(buf, nullptr) == value) break;
   }
   return buf;
 }

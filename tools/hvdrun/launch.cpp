@@ -16,9 +16,12 @@ constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
 // The job's process group, read by the signal handler; 0 while there is none.
 volatile sig_atomic_t g_job_pgid = 0;
+// The last signal passed on to the job; 0 if none.
+volatile sig_atomic_t g_forwarded_signal = 0;
 
 void forward_signal(int sig) {
   int saved = errno;
+  g_forwarded_signal = sig;
   if (g_job_pgid > 0) ::kill(-static_cast<pid_t>(g_job_pgid), sig);
   errno = saved;
 }
@@ -75,12 +78,18 @@ JobOutcome run_job(const LaunchCommand& command) {
   sigemptyset(&forwarded);
   for (int sig : kForwarded) sigaddset(&forwarded, sig);
   ::sigprocmask(SIG_BLOCK, &forwarded, &old_mask);
+  // A signal ignored when hvdrun started (nohup, or SIGINT for a background job of
+  // a non-interactive shell) stays ignored, for hvdrun and for the job, as a shell
+  // would have it.
   struct sigaction old_actions[4];
   struct sigaction action {};
   action.sa_handler = forward_signal;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;
-  for (size_t i = 0; i < 4; ++i) ::sigaction(kForwarded[i], &action, &old_actions[i]);
+  for (size_t i = 0; i < 4; ++i) {
+    ::sigaction(kForwarded[i], nullptr, &old_actions[i]);
+    if (old_actions[i].sa_handler != SIG_IGN) ::sigaction(kForwarded[i], &action, nullptr);
+  }
 
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -105,6 +114,7 @@ JobOutcome run_job(const LaunchCommand& command) {
 
   // Both sides set the group, so it exists whichever runs first.
   ::setpgid(pid, pid);
+  g_forwarded_signal = 0;
   g_job_pgid = pid;
   TerminalHandover terminal;
   terminal.give_to(pid);
@@ -131,6 +141,10 @@ JobOutcome run_job(const LaunchCommand& command) {
   }
   outcome.started = true;
   outcome.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  // Hydra sometimes exits 0 after a SIGTERM that stopped the job; a stopped job
+  // did not succeed, and a scheduler must be able to tell.
+  if (outcome.exit_status == 0 && g_forwarded_signal != 0)
+    outcome.exit_status = 128 + g_forwarded_signal;
   return outcome;
 }
 
