@@ -1,7 +1,6 @@
 // hvdrun: horovodrun's command line on top of the MPI launcher.
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
