@@ -143,6 +143,18 @@ void BackgroundLoop::wait_for_round() {
   const int64_t poll_us = rt_.params.poll_us;
   const int64_t idle_poll_us = rt_.params.idle_poll_ms * 1000;
   const double deadline = last_round_end_ + rt_.params.cycle_time_ms * 1e-3;
+  // Just after activity the next request usually follows within microseconds (a
+  // training step's next tensor, a loop's next call): poll briefly instead of paying
+  // a sleep and a wake-up. Idle for longer, the thread sleeps.
+  const double spin_until = last_progress_ + rt_.params.spin_us * 1e-6;
+  while (now_seconds() < spin_until) {
+    if (rt_.queue.ready() || controller_.has_unannounced()) {
+      ring_doorbells();
+      return;
+    }
+    if (poll_doorbell()) return;
+    if (mode_ == Mode::Waiting && now_seconds() >= deadline) return;
+  }
   while (true) {
     if (poll_doorbell()) return;
     if (rt_.rank == 0) inspect_stalls();
@@ -248,6 +260,7 @@ Error BackgroundLoop::run_round(bool* shutdown) {
   mode_ = !flags.any_busy ? Mode::Idle : progress ? Mode::Continue : Mode::Waiting;
   ++round_;
   last_round_end_ = now_seconds();
+  if (progress) last_progress_ = last_round_end_;
   return Error::success();
 }
 

@@ -59,6 +59,7 @@ class BackgroundLoop {
   Mode mode_ = Mode::Idle;
   int64_t round_ = 0;
   double last_round_end_ = 0;
+  double last_progress_ = 0;  // end of the last round that ran or negotiated something
 
   MPI_Request doorbell_request_ = MPI_REQUEST_NULL;
   int64_t doorbell_value_ = 0;
