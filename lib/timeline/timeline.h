@@ -40,8 +40,7 @@ class Timeline {
   // opened; the timeline is then stopped.
   bool start(const std::string& path, bool mark_cycles, std::string* error);
   // Ends the phases still open, writes what was recorded, closes the JSON array and
-  // the file. Nothing when
-  // stopped. The timeline can be started again afterwards.
+  // the file. Nothing when stopped. The timeline can be started again afterwards.
   void stop();
   // Blocks until everything recorded so far is in the file (which stays open).
   void flush();
