@@ -55,6 +55,7 @@ bool Timeline::start(const std::string& path, bool mark_cycles, std::string* err
     mark_cycles_ = mark_cycles;
     origin_ = std::chrono::steady_clock::now();
     recording_ = true;
+    stamp_ = 0;
     push(TraceKind::ProcessName, 0, intern("libhvd"));
   }
   enabled_.store(true, std::memory_order_relaxed);
@@ -73,6 +74,7 @@ void Timeline::stop_locked() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Phases still open end here, so that every B has its E.
+    stamp_ = now_ns();
     for (auto& [name, t] : tensors_) {
       close_activities(t);
       if (t.negotiating || t.op_open) push(TraceKind::End, t.pid, -1);
@@ -106,6 +108,12 @@ int64_t Timeline::now_ns() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now() - origin_)
       .count();
+}
+
+bool Timeline::begin_call() {
+  if (!recording_) return false;
+  stamp_ = now_ns();
+  return true;
 }
 
 int32_t Timeline::intern(std::string_view text) {
@@ -142,7 +150,7 @@ void Timeline::push(TraceKind kind, int32_t pid, int32_t label, int64_t v0, int6
     dropped_total_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  pending_.events.push_back(TraceEvent{kind, pid, label, now_ns(), {v0, v1, v2}});
+  pending_.events.push_back(TraceEvent{kind, pid, label, stamp_, {v0, v1, v2}});
   ++recorded_seq_;
   // Wake the writer only at the threshold: one notify per batch, not per event.
   if (pending_.events.size() == kWakeEvents) writer_wake_.notify_one();
@@ -155,7 +163,7 @@ void Timeline::close_activities(TensorState& t) {
 void Timeline::negotiate_start(std::string_view name, std::string_view op) {
   if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mu_);
-  if (!recording_) return;
+  if (!begin_call()) return;
   TensorState& t = tensor(name);
   // A name reused before its last op was closed: close what is open, keep the file
   // balanced.
@@ -169,7 +177,7 @@ void Timeline::negotiate_start(std::string_view name, std::string_view op) {
 void Timeline::negotiate_rank_ready(std::string_view name, int rank) {
   if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mu_);
-  if (!recording_) return;
+  if (!begin_call()) return;
   TensorState& t = tensor(name);
   push(TraceKind::RankReady, t.pid, -1, rank);
 }
@@ -177,7 +185,7 @@ void Timeline::negotiate_rank_ready(std::string_view name, int rank) {
 void Timeline::negotiate_end(std::string_view name) {
   if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mu_);
-  if (!recording_) return;
+  if (!begin_call()) return;
   TensorState& t = tensor(name);
   if (!t.negotiating) return;
   close_activities(t);
@@ -188,7 +196,7 @@ void Timeline::negotiate_end(std::string_view name) {
 void Timeline::op_start(std::string_view name, std::string_view op_label, int64_t bytes) {
   if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mu_);
-  if (!recording_) return;
+  if (!begin_call()) return;
   TensorState& t = tensor(name);
   close_activities(t);
   if (t.negotiating || t.op_open) push(TraceKind::End, t.pid, -1);
@@ -213,21 +221,21 @@ void Timeline::activity_end_locked(std::string_view name) {
 void Timeline::activity_start(std::string_view name, std::string_view activity) {
   if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mu_);
-  if (!recording_) return;
+  if (!begin_call()) return;
   activity_start_locked(name, intern(activity));
 }
 
 void Timeline::activity_end(std::string_view name) {
   if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mu_);
-  if (!recording_) return;
+  if (!begin_call()) return;
   activity_end_locked(name);
 }
 
 void Timeline::activity_start(std::span<const std::string> names, std::string_view activity) {
   if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mu_);
-  if (!recording_) return;
+  if (!begin_call()) return;
   int32_t label = intern(activity);
   for (const std::string& name : names) activity_start_locked(name, label);
 }
@@ -235,14 +243,14 @@ void Timeline::activity_start(std::span<const std::string> names, std::string_vi
 void Timeline::activity_end(std::span<const std::string> names) {
   if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mu_);
-  if (!recording_) return;
+  if (!begin_call()) return;
   for (const std::string& name : names) activity_end_locked(name);
 }
 
 void Timeline::op_end(std::string_view name, std::string_view status) {
   if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mu_);
-  if (!recording_) return;
+  if (!begin_call()) return;
   auto it = tensors_.find(name);
   if (it == tensors_.end()) return;
   TensorState& t = it->second;
@@ -255,14 +263,14 @@ void Timeline::op_end(std::string_view name, std::string_view status) {
 void Timeline::mark_cycle() {
   if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mu_);
-  if (!recording_ || !mark_cycles_) return;
+  if (!mark_cycles_ || !begin_call()) return;
   push(TraceKind::CycleStart, 0, -1);
 }
 
 void Timeline::counters(std::string_view name, int64_t local, int64_t cross, int64_t global) {
   if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mu_);
-  if (!recording_) return;
+  if (!begin_call()) return;
   push(TraceKind::Counter, 0, intern(name), local, cross, global);
 }
 

@@ -87,6 +87,8 @@ class Timeline {
 
   // All below with mu_ held.
   int64_t now_ns() const;
+  // False when not recording; otherwise stamps the events of this call.
+  bool begin_call();
   int32_t intern(std::string_view text);
   int32_t negotiate_label(std::string_view op);
   TensorState& tensor(std::string_view name);
@@ -108,6 +110,7 @@ class Timeline {
   bool mark_cycles_ = false;
   bool stop_writer_ = false;
   std::chrono::steady_clock::time_point origin_;
+  int64_t stamp_ = 0;  // time of the call being recorded: one clock read per call
   StringMap<TensorState> tensors_;
   StringMap<int32_t> strings_;
   StringMap<int32_t> negotiate_labels_;
