@@ -14,6 +14,7 @@
 
 #include "tune/gaussian_process.h"
 #include "tune/parameter_manager.h"
+#include "tune/step_detector.h"
 #include "tune/tune_log.h"
 #include "tune/tuned_params.h"
 
@@ -436,6 +437,20 @@ void csv_log(void**) {
   assert_true(last[3] == (p.cache_enabled ? "1" : "0"));
 }
 
+// Steps end when a name returns, whatever order the tensors come in.
+void steps_end_when_a_name_returns(void**) {
+  StepDetector d;
+  const char* step1[] = {"c", "a", "b"};
+  const char* step2[] = {"a", "c", "b"};
+  for (const char* n : step1) assert_false(d.observe(n));
+  assert_true(d.observe(step2[0]));
+  assert_false(d.observe(step2[1]));
+  assert_false(d.observe(step2[2]));
+  assert_true(d.observe("b"));  // a one-tensor step: b again
+  d.reset();
+  assert_false(d.observe("b"));
+}
+
 void invalid_configs_are_errors(void**) {
   struct Case {
     void (*edit)(TunerConfig&);
@@ -496,6 +511,7 @@ int main() {
       cmocka_unit_test(finish_early),
       cmocka_unit_test(tiny_budgets),
       cmocka_unit_test(csv_log),
+      cmocka_unit_test(steps_end_when_a_name_returns),
       cmocka_unit_test(invalid_configs_are_errors),
   };
   int failed = cmocka_run_group_tests_name("tune", tests, nullptr, nullptr);
