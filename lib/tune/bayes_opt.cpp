@@ -11,6 +11,7 @@ namespace {
 
 constexpr int kRandomStarts = 128;
 constexpr int kRefinedStarts = 3;
+constexpr size_t kSeedPoints = 8;
 constexpr int kMaxEnumeratedBinary = 6;  // 64 combinations; beyond, a random subset
 constexpr double kExplorationMargin = 0.01;
 
@@ -122,6 +123,15 @@ std::vector<double> BayesianOptimizer::next_point() {
     best = std::max(best, mean);
   }
 
+  // The best measured points seed the search: the optimum is often near one.
+  std::vector<size_t> top(x_.size());
+  std::iota(top.begin(), top.end(), 0);
+  if (top.size() > kSeedPoints) {
+    std::partial_sort(top.begin(), top.begin() + kSeedPoints, top.end(),
+                      [&](size_t a, size_t b) { return y_[a] > y_[b]; });
+    top.resize(kSeedPoints);
+  }
+
   std::vector<std::vector<double>> combos;
   if (binary_ <= kMaxEnumeratedBinary) {
     for (uint32_t bits = 0; bits < (1u << binary_); ++bits) {
@@ -153,7 +163,7 @@ std::vector<double> BayesianOptimizer::next_point() {
       consider(std::vector<double>(static_cast<size_t>(dims())));
     } else {
       for (int i = 0; i < kRandomStarts; ++i) consider(random_point());
-      for (const auto& x : x_) consider(x);  // the neighbourhoods of what was measured
+      for (size_t i : top) consider(x_[i]);  // the neighbourhoods of the best measured
     }
     size_t keep = std::min<size_t>(kRefinedStarts, starts.size());
     std::partial_sort(starts.begin(), starts.begin() + static_cast<long>(keep), starts.end(),

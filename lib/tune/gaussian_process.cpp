@@ -1,6 +1,7 @@
 #include "tune/gaussian_process.h"
 
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 #include <limits>
 
@@ -14,6 +15,8 @@ constexpr double kLengthScales[] = {0.08, 0.12, 0.18, 0.25, 0.35, 0.5, 0.7, 1.0,
 constexpr double kSwitchLengthScales[] = {0.5, 1.0, 2.0, 4.0};
 // Candidate noise variances (standardised units), up to the configured maximum.
 constexpr double kNoiseLevels[] = {1e-4, 1e-3, 0.01, 0.03, 0.1, 0.3};
+// Up to this many points every combination of the above is tried.
+constexpr size_t kFullSearchPoints = 30;
 // Added to the diagonal so that the factorisation survives duplicate points with no
 // noise.
 constexpr double kJitter = 1e-8;
@@ -97,30 +100,43 @@ void GaussianProcess::fit(const std::vector<std::vector<double>>& x, const std::
   for (double v : kNoiseLevels)
     if (v < max_noise) noises.push_back(v);
   noises.push_back(std::max(max_noise, 0.0));
+  const int n_lengths = static_cast<int>(std::size(kLengthScales));
+  const bool has_switches = !x.empty() && static_cast<int>(x[0].size()) > continuous_;
+  const int n_switch = has_switches ? static_cast<int>(std::size(kSwitchLengthScales)) : 1;
+  const int n_noise = static_cast<int>(noises.size());
 
-  bool has_switches = !x.empty() && static_cast<int>(x[0].size()) > continuous_;
+  // Each choice costs a factorisation, cubic in the points: with many points only the
+  // neighbours of the last choice are tried (the likelihood moves little per point).
+  int lo[3] = {0, 0, 0}, hi[3] = {n_lengths - 1, n_switch - 1, n_noise - 1};
+  const int choice[3] = {choice_[0], choice_[1], choice_[2]};
+  if (n > kFullSearchPoints && choice[0] >= 0) {
+    for (int k = 0; k < 3; ++k) {
+      lo[k] = std::max(lo[k], std::min(choice[k], hi[k]) - 1);
+      hi[k] = std::min(hi[k], choice[k] + 1);
+    }
+  }
   double best_ll = -std::numeric_limits<double>::infinity();
-  double best[3] = {kLengthScales[3], kSwitchLengthScales[1], noises.back()};
-  for (double noise : noises) {
-    for (double l : kLengthScales) {
-      for (double s : kSwitchLengthScales) {
-        length_ = l;
-        switch_length_ = s;
-        noise_ = noise;
+  int best[3] = {std::min(3, hi[0]), std::min(1, hi[1]), hi[2]};
+  for (int ni = lo[2]; ni <= hi[2]; ++ni) {
+    for (int li = lo[0]; li <= hi[0]; ++li) {
+      for (int si = lo[1]; si <= hi[1]; ++si) {
+        length_ = kLengthScales[li];
+        switch_length_ = kSwitchLengthScales[si];
+        noise_ = noises[static_cast<size_t>(ni)];
         double ll = factorize(z);
         if (ll > best_ll) {
           best_ll = ll;
-          best[0] = l;
-          best[1] = s;
-          best[2] = noise;
+          best[0] = li;
+          best[1] = si;
+          best[2] = ni;
         }
-        if (!has_switches) break;
       }
     }
   }
-  length_ = best[0];
-  switch_length_ = best[1];
-  noise_ = best[2];
+  for (int k = 0; k < 3; ++k) choice_[k] = best[k];
+  length_ = kLengthScales[best[0]];
+  switch_length_ = kSwitchLengthScales[best[1]];
+  noise_ = noises[static_cast<size_t>(best[2])];
   factorize(z);
 }
 

@@ -40,6 +40,7 @@ class GaussianProcess {
   std::vector<double> chol_;   // lower triangle, row-major n x n
   std::vector<double> alpha_;  // (K + noise I)^-1 z
   int continuous_;
+  int choice_[3] = {-1, -1, -1};  // last chosen length, switch length and noise indices
   double y_mean_ = 0, y_std_ = 1, length_ = 0.3, switch_length_ = 1, noise_ = 0;
 };
 

@@ -11,6 +11,10 @@ namespace hvd {
 namespace {
 
 constexpr int64_t kThresholdGranule = 4096;  // thresholds are whole pages
+// At 200 samples choosing the next point takes about 0.1 s of the coordinator's
+// background thread (fitting the model is cubic in the samples); beyond, it would stall
+// the job it is meant to speed up.
+constexpr int64_t kMaxSamples = 200;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -21,7 +25,9 @@ double median(std::vector<double> v) {
 std::string check_config(const TunerConfig& c) {
   if (c.warmup_samples < 0) return "HOROVOD_AUTOTUNE_WARMUP_SAMPLES must be 0 or more";
   if (c.steps_per_sample < 1) return "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE must be 1 or more";
-  if (c.max_samples < 1) return "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES must be 1 or more";
+  if (c.max_samples < 1 || c.max_samples > kMaxSamples)
+    return "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES must be 1 to " + std::to_string(kMaxSamples) +
+           " (the model's cost grows with the cube of the samples)";
   if (!std::isfinite(c.gaussian_process_noise) || c.gaussian_process_noise < 0)
     return "HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE must be a finite number >= 0";
   if (c.windows_per_sample < 1) return "the autotuner needs at least one window per sample";

@@ -460,6 +460,7 @@ void invalid_configs_are_errors(void**) {
       {[](TunerConfig& c) { c.warmup_samples = -1; }, "WARMUP_SAMPLES"},
       {[](TunerConfig& c) { c.steps_per_sample = 0; }, "STEPS_PER_SAMPLE"},
       {[](TunerConfig& c) { c.max_samples = 0; }, "MAX_SAMPLES"},
+      {[](TunerConfig& c) { c.max_samples = 201; }, "MAX_SAMPLES must be 1 to 200"},
       {[](TunerConfig& c) { c.gaussian_process_noise = -0.1; }, "NOISE"},
       {[](TunerConfig& c) { c.gaussian_process_noise = INFINITY; }, "NOISE"},
       {[](TunerConfig& c) { c.windows_per_sample = 0; }, "window"},
