@@ -9,6 +9,17 @@
 // that the writer thread holds only to swap buffers; the writer formats and writes
 // the JSON at most every 100 ms, so the recording thread never waits on the disk.
 // All methods are thread-safe; recording while stopped returns at once.
+//
+// A process-wide instance (a function-local static) completes its file at exit even
+// without stop(). The runtime's hooks, per tensor name:
+//   request known          negotiate_start(name, "ALLREDUCE")
+//   rank r's request known negotiate_rank_ready(name, r)
+//   decided                negotiate_end(name)          (or straight to op_start)
+//   executing              op_start(name, "ALLREDUCE", bytes)
+//     each stage           activity_start(names, "MEMCPY_IN_FUSION_BUFFER") ... activity_end(names)
+//   completed              op_end(name, "OK" or the error's text)
+// and per round mark_cycle(), per collective counters("traffic_bytes", local, cross,
+// global).
 #pragma once
 
 #include <atomic>

@@ -8,7 +8,12 @@
 //
 // Pure computation plus the CSV log: no MPI, no clock, no environment. The caller
 // sends params() to every rank whenever record_step() returns true, so that all ranks
-// switch at the same cycle.
+// switch at the same cycle:
+//   coordinator, per step:   if (tuner->record_step(bytes, now - last_step_end))
+//                              encode_tuned_params(tuner->params(), wire) -> negotiation
+//   every rank, on receipt:  decode_tuned_params(wire, size, &p) -> apply p before
+//                            planning that round's fusion
+//   coordinator, shutdown:   tuner->finish() while tuner->tuning()
 #pragma once
 
 #include <cstdint>

@@ -265,6 +265,24 @@ void dying_process_leaves_a_readable_file(void**) {
                {"B w NEGOTIATE_ALLREDUCE", "E w -", "B w ALLREDUCE"});
 }
 
+// A process-wide timeline completes its file when the process exits without stop():
+// its destructor runs at exit.
+void exit_completes_a_static_timeline(void**) {
+  std::string path = temp_path("exit.json");
+  pid_t child = fork();
+  assert_true(child >= 0);
+  if (child == 0) {
+    static Timeline tl;
+    if (!tl.start(path, false, nullptr)) _exit(2);
+    tl.op_start("v", "ALLGATHER");
+    std::exit(0);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(child, &status, 0), child);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  assert_lines(check(path), {"B v ALLGATHER", "E v -"});
+}
+
 }  // namespace
 
 int main() {
@@ -283,6 +301,7 @@ int main() {
       cmocka_unit_test(bad_paths_are_errors),
       cmocka_unit_test(concurrent_recording),
       cmocka_unit_test(dying_process_leaves_a_readable_file),
+      cmocka_unit_test(exit_completes_a_static_timeline),
   };
   int failed = cmocka_run_group_tests_name("timeline", tests, nullptr, nullptr);
   if (failed == 0) std::system(("rm -rf '" + g_dir + "'").c_str());
