@@ -67,6 +67,33 @@ void BackgroundLoop::complete(Request&& request, const Error& result) {
   if (request.handle) request.handle->complete(result);
 }
 
+void BackgroundLoop::start_device() {
+  if (rt_.gpu_device < 0) {
+    executor_.set_device(nullptr, "this rank has no GPU (" +
+                                      (rt_.pin.notes.empty() ? std::string("none was found")
+                                                             : rt_.pin.notes) + ")");
+    return;
+  }
+  Error err = DeviceEngine::create(rt_.gpu_device, rt_.params.gpu_operations, &host_,
+                                   &rt_.counters, &device_);
+  // NCCL communicators are made collectively; a rank whose engine failed must still
+  // answer, so every set goes through process_set_added on every rank with an engine.
+  if (err.ok()) {
+    for (auto& set : rt_.sets.all()) {
+      Error added = device_->process_set_added(*set);
+      if (!added.ok()) err = added;
+    }
+  }
+  if (!err.ok()) {
+    HVD_LOG(Debug, "device operations unavailable: %s", err.message.c_str());
+    device_.reset();
+    executor_.set_device(nullptr, "the device engine could not start: " + err.message);
+    return;
+  }
+  HVD_LOG(Debug, "device engine on GPU %d: %s", rt_.gpu_device, device_->description().c_str());
+  executor_.set_device(device_.get(), "");
+}
+
 Error BackgroundLoop::administer(const Response& response, Request* local) {
   if (response.spec.op == OpType::ProcessSetAdd) {
     std::vector<int> ranks(response.spec.splits.begin(), response.spec.splits.end());
@@ -78,6 +105,7 @@ Error BackgroundLoop::administer(const Response& response, Request* local) {
     auto set = make_process_set(rt_.sets.next_id(), ranks, rt_.world, rt_.rank, rt_.size);
     if (set->comm != MPI_COMM_NULL) MPI_Comm_set_errhandler(set->comm, MPI_ERRORS_RETURN);
     Error err = host_.process_set_added(*set);
+    if (err.ok() && device_) err = device_->process_set_added(*set);
     if (!err.ok()) {
       if (set->comm != MPI_COMM_NULL) MPI_Comm_free(&set->comm);
       return err;
@@ -96,6 +124,7 @@ Error BackgroundLoop::administer(const Response& response, Request* local) {
                           "process set %d was removed while this operation was pending", id);
   for (Request& r : controller_.drop_process_set(id)) complete(std::move(r), gone);
   host_.process_set_removed(*set);
+  if (device_) device_->process_set_removed(*set);
   if (set->comm != MPI_COMM_NULL) MPI_Comm_free(&set->comm);
   HVD_LOG(Debug, "process set %d removed", id);
   return Error::success();
@@ -266,6 +295,9 @@ Error BackgroundLoop::run_round(bool* shutdown) {
 
 void BackgroundLoop::run() {
   prctl(PR_SET_TIMERSLACK, 1UL);  // short naps must be short
+  Error pinned = pin_background_thread(rt_.pin);
+  if (!pinned.ok()) HVD_LOG(Warning, "background thread pinning skipped: %s", pinned.message.c_str());
+  start_device();
   MPI_Irecv(&doorbell_value_, 1, MPI_INT64_T, MPI_ANY_SOURCE, kDoorbellTag, rt_.control,
             &doorbell_request_);
   Error exit_reason = make_error(HVD_ERR_SHUT_DOWN, "libhvd was shut down");

@@ -43,11 +43,9 @@ void Executor::run(const Batch& batch, const std::vector<Response>& responses,
     result = first.error;
   } else if (!set || !set->member()) {
     return;  // not ours: the members run it
-  } else if (first.spec.device != HVD_DEVICE_CPU) {
-    result = make_error(HVD_ERR_UNSUPPORTED,
-                        "tensor '%s' is in device memory, and this build of libhvd has no "
-                        "device backend enabled",
-                        first.name.c_str());
+  } else if (first.spec.device != HVD_DEVICE_CPU && first.spec.op != OpType::Join &&
+             first.spec.op != OpType::Barrier) {
+    result = dispatch_device(batch, responses, locals, *set);
   } else {
     result = dispatch(batch, responses, locals, *set);
   }

@@ -15,6 +15,8 @@
 
 namespace hvd {
 
+class DeviceEngine;
+
 class Executor {
  public:
   using Complete = std::function<void(Request&&, const Error&)>;
@@ -30,10 +32,17 @@ class Executor {
   // made per round from parameters that are equal on every rank.
   void set_hierarchical(HierarchicalAllreduce* hier) { hier_ = hier; }
   void use_hierarchical(bool on) { use_hier_ = on; }
+  // The device engine (nullptr: none, and why_not says why device tensors fail).
+  void set_device(DeviceEngine* engine, std::string why_not) {
+    device_ = engine;
+    device_error_ = std::move(why_not);
+  }
 
  private:
   Error dispatch(const Batch& batch, const std::vector<Response>& responses,
                  const std::vector<Request*>& locals, const ProcessSet& set);
+  Error dispatch_device(const Batch& batch, const std::vector<Response>& responses,
+                        const std::vector<Request*>& locals, const ProcessSet& set);
   Error allreduce_single(const Response& r, Request* local, const ProcessSet& set);
   Error allreduce_fused(const Batch& batch, const std::vector<Response>& responses,
                         const std::vector<Request*>& locals, const ProcessSet& set);
@@ -54,6 +63,8 @@ class Executor {
   Admin admin_;
   HierarchicalAllreduce* hier_ = nullptr;
   bool use_hier_ = false;
+  DeviceEngine* device_ = nullptr;
+  std::string device_error_ = "this rank has no usable GPU";
   std::vector<unsigned char> fusion_buffer_;
   std::vector<unsigned char> scratch_;
 };

@@ -126,6 +126,14 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
   if (rt->rank == 0)
     for (const std::string& w : warnings) HVD_LOG(Warning, "%s", w.c_str());
 
+  // Placement problems (an unreadable topology file, a binding not allowed) are
+  // reported and the job runs unpinned rather than failing.
+  Error pinned = pin_this_rank(rt->params, rt->local_rank, rt->local_size, &rt->pin);
+  if (!pinned.ok()) HVD_LOG(Warning, "GPU/CPU pinning skipped: %s", pinned.message.c_str());
+  if (!rt->pin.log.empty()) HVD_LOG(Info, "%s", rt->pin.log.c_str());
+  if (!rt->pin.notes.empty()) HVD_LOG(Debug, "%s", rt->pin.notes.c_str());
+  rt->gpu_device = rt->pin.device;
+
   for (size_t i = 0; i < static_sets.size(); ++i) {
     if (static_sets[i].back() >= rt->size) {
       rt->free_comms();
