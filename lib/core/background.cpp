@@ -48,6 +48,8 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
                        runtime.local_rank == 0 ? runtime.cross : MPI_COMM_NULL},
             runtime.params.allreduce_chunk_bytes, &runtime.counters) {
   executor_.set_hierarchical(&hier_);
+  controller_.set_timeline(&process_timeline());
+  executor_.set_timeline(&process_timeline());
   executor_.use_hierarchical(rt_.params.hierarchical_allreduce);
   if (rt_.params.hierarchical_allreduce && hier_.useful() && !rt_.homogeneous && rt_.rank == 0)
     HVD_LOG(Warning,
@@ -240,6 +242,7 @@ void BackgroundLoop::inspect_stalls() {
 }
 
 Error BackgroundLoop::run_round(bool* shutdown) {
+  process_timeline().mark_cycle();
   std::vector<Request> fresh;
   rt_.queue.drain(&fresh);
   if (!fresh.empty()) controller_.intake(std::move(fresh));
@@ -281,7 +284,14 @@ Error BackgroundLoop::run_round(bool* shutdown) {
 
   std::vector<Response> ready = controller_.take_ready();
   if (!ready.empty()) {
+    Timeline& timeline = process_timeline();
+    if (timeline.enabled())
+      for (const Response& r : ready) timeline.negotiate_end(r.key);
     for (const Batch& batch : plan_batches(ready, fusion_)) executor_.run(batch, ready, controller_);
+    if (timeline.enabled())
+      timeline.counters("traffic_bytes", static_cast<int64_t>(rt_.counters.local_bytes.load()),
+                        static_cast<int64_t>(rt_.counters.cross_bytes.load()),
+                        static_cast<int64_t>(rt_.counters.global_bytes.load()));
   }
 
   *shutdown = flags.shutdown;

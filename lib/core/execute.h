@@ -12,6 +12,7 @@
 #include "fusion/planner.h"
 #include "ops/backend.h"
 #include "ops/hier/hier_allreduce.h"
+#include "timeline/timeline.h"
 
 namespace hvd {
 
@@ -33,6 +34,7 @@ class Executor {
   void set_hierarchical(HierarchicalAllreduce* hier) { hier_ = hier; }
   void use_hierarchical(bool on) { use_hier_ = on; }
   // The device engine (nullptr: none, and why_not says why device tensors fail).
+  void set_timeline(Timeline* timeline) { timeline_ = timeline; }
   void set_device(DeviceEngine* engine, std::string why_not) {
     device_ = engine;
     device_error_ = std::move(why_not);
@@ -52,6 +54,8 @@ class Executor {
   Error alltoall(const Response& r, Request* local, const ProcessSet& set);
   Error reducescatter(const Response& r, Request* local, const ProcessSet& set);
   void* scratch(size_t bytes, bool zero);
+  void activity_start(const char* activity);
+  void activity_end();
   // recv = reduction of send over the set, flat or hierarchical.
   Error reduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
                const ProcessSet& set);
@@ -64,6 +68,9 @@ class Executor {
   HierarchicalAllreduce* hier_ = nullptr;
   bool use_hier_ = false;
   DeviceEngine* device_ = nullptr;
+  Timeline* timeline_ = nullptr;
+  std::vector<std::string> batch_keys_;  // the running batch's tensors, for the timeline
+  bool tracing_ = false;                 // the timeline records this batch
   std::string device_error_ = "this rank has no usable GPU";
   std::vector<unsigned char> fusion_buffer_;
   std::vector<unsigned char> scratch_;

@@ -5,6 +5,7 @@
 
 #include "core/background.h"
 #include "core/log.h"
+#include "timeline/timeline.h"
 #include "ops/mpi/mpi_backend.h"
 #include "ops/mpi/mpi_types.h"
 
@@ -154,6 +155,13 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
     rt->sets.add(set);
   }
 
+  // HOROVOD_TIMELINE: rank 0 records, as Horovod's coordinator does.
+  if (!rt->params.timeline.empty() && rt->rank == 0) {
+    std::string why;
+    if (!process_timeline().start(rt->params.timeline, rt->params.timeline_mark_cycles, &why))
+      HVD_LOG(Warning, "HOROVOD_TIMELINE: %s; running without a timeline", why.c_str());
+  }
+
   rt->loop = std::make_unique<BackgroundLoop>(*rt);
   Runtime* raw = rt.get();
   rt->thread = std::thread([raw] { raw->loop->run(); });
@@ -178,6 +186,7 @@ Error runtime_shutdown() {
   rt->queue.poke();
   if (rt->thread.joinable()) rt->thread.join();
   rt->loop.reset();
+  process_timeline().stop();
   // The background thread has ended, so this thread may call MPI now. Users that
   // still hold the runtime only see the closed queue.
   rt->free_comms();

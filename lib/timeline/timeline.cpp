@@ -316,4 +316,9 @@ void Timeline::writer_main() {
   }
 }
 
+Timeline& process_timeline() {
+  static Timeline timeline;
+  return timeline;
+}
+
 }  // namespace hvd

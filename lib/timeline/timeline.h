@@ -146,4 +146,8 @@ class Timeline {
   std::string text_;
 };
 
+// The process's timeline: one per process, so that the file is completed by
+// hvd_stop_timeline, hvd_shutdown or exit, whichever comes first.
+Timeline& process_timeline();
+
 }  // namespace hvd
