@@ -58,6 +58,8 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
   fusion_.threshold = rt_.params.fusion_threshold;
   fusion_.inplace_min_bytes = rt_.params.inplace_min_bytes;
   fusion_.disable_group_fusion = rt_.params.disable_group_fusion;
+  cycle_time_ms_ = rt_.params.cycle_time_ms;
+  start_tuner();
   bits_.resize(controller_.bit_words());
   bits_result_.resize(controller_.bit_words());
 }
@@ -94,6 +96,68 @@ void BackgroundLoop::start_device() {
   }
   HVD_LOG(Debug, "device engine on GPU %d: %s", rt_.gpu_device, device_->description().c_str());
   executor_.set_device(device_.get(), "");
+}
+
+void BackgroundLoop::start_tuner() {
+  const Params& p = rt_.params;
+  if (!p.autotune || rt_.rank != 0) return;
+  TunerConfig tc;
+  tc.warmup_samples = p.autotune_warmup_samples;
+  tc.steps_per_sample = p.autotune_steps_per_sample;
+  tc.max_samples = p.autotune_bayes_opt_max_samples;
+  tc.gaussian_process_noise = p.autotune_gaussian_process_noise;
+  tc.log_path = p.autotune_log;
+  tc.initial.fusion_threshold = p.fusion_threshold;
+  tc.initial.cycle_time_ms = p.cycle_time_ms;
+  tc.initial.hierarchical_allreduce = p.hierarchical_allreduce;
+  tc.initial.hierarchical_allgather = p.hierarchical_allgather;
+  tc.initial.cache_enabled = p.cache_capacity > 0;
+  // Knobs the user set are held; so are those with nothing to choose here: one node
+  // (no hierarchy), no hierarchical allgather yet, and the response cache, which is
+  // part of the bit agreement and stays as configured.
+  tc.fixed_fusion_threshold = param_is_set("HOROVOD_FUSION_THRESHOLD");
+  tc.fixed_cycle_time = param_is_set("HOROVOD_CYCLE_TIME");
+  tc.fixed_hierarchical_allreduce =
+      param_is_set("HOROVOD_HIERARCHICAL_ALLREDUCE") || !hier_.useful();
+  tc.fixed_hierarchical_allgather = true;
+  tc.fixed_cache = true;
+  std::string why;
+  tuner_ = ParameterManager::create(tc, &why);
+  if (!tuner_) HVD_LOG(Warning, "autotune is off: %s", why.c_str());
+}
+
+void BackgroundLoop::observe_for_tuning(const std::vector<Response>& ready,
+                                        const std::vector<Batch>& batches) {
+  if (!tuner_->tuning()) return;
+  const double now = now_seconds();
+  bool step_ended = false;
+  for (const Response& r : ready)
+    if (r.error.ok() && r.spec.op != OpType::Join && steps_.observe(r.key)) step_ended = true;
+  // A step ends when a tensor name comes back: score the step just finished.
+  if (step_ended && step_start_ > 0 &&
+      tuner_->record_step(step_bytes_, now - step_start_)) {
+    uint8_t blob[kTunedParamsWireSize];
+    encode_tuned_params(tuner_->params(), blob);
+    controller_.send_tuning(std::string(reinterpret_cast<char*>(blob), sizeof blob));
+    rt_.queue.poke();  // a round must carry it even if the job goes quiet now
+  }
+  if (step_ended || step_start_ == 0) {
+    step_start_ = now;
+    step_bytes_ = 0;
+  }
+  for (const Batch& b : batches) step_bytes_ += b.bytes;
+}
+
+void BackgroundLoop::apply_tuning(const std::string& blob) {
+  TunedParams tp;
+  if (!decode_tuned_params(reinterpret_cast<const uint8_t*>(blob.data()), blob.size(), &tp)) {
+    HVD_LOG(Warning, "ignored tuned parameters that this version cannot decode");
+    return;
+  }
+  fusion_.threshold = tp.fusion_threshold;
+  cycle_time_ms_ = tp.cycle_time_ms;
+  executor_.use_hierarchical(tp.hierarchical_allreduce);
+  HVD_LOG(Debug, "autotune: now %s", describe(tp).c_str());
 }
 
 Error BackgroundLoop::administer(const Response& response, Request* local) {
@@ -173,7 +237,7 @@ void BackgroundLoop::wait_for_round() {
   }
   const int64_t poll_us = rt_.params.poll_us;
   const int64_t idle_poll_us = rt_.params.idle_poll_ms * 1000;
-  const double deadline = last_round_end_ + rt_.params.cycle_time_ms * 1e-3;
+  const double deadline = last_round_end_ + cycle_time_ms_ * 1e-3;
   // Just after activity the next request usually follows within microseconds (a
   // training step's next tensor, a loop's next call): poll briefly instead of paying
   // a sleep and a wake-up. Idle for longer, the thread sleeps.
@@ -278,6 +342,8 @@ Error BackgroundLoop::run_round(bool* shutdown) {
     if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Allgatherv (negotiation)");
     err = controller_.apply_messages(gathered_, counts, displs);
     if (!err.ok()) return err;
+    std::string tuned;
+    if (controller_.take_tuning(&tuned)) apply_tuning(tuned);
   }
 
   for (auto& [blocked, why] : controller_.take_blocked_by_join()) complete(std::move(blocked), why);
@@ -287,7 +353,9 @@ Error BackgroundLoop::run_round(bool* shutdown) {
     Timeline& timeline = process_timeline();
     if (timeline.enabled())
       for (const Response& r : ready) timeline.negotiate_end(r.key);
-    for (const Batch& batch : plan_batches(ready, fusion_)) executor_.run(batch, ready, controller_);
+    std::vector<Batch> batches = plan_batches(ready, fusion_);
+    for (const Batch& batch : batches) executor_.run(batch, ready, controller_);
+    if (tuner_) observe_for_tuning(ready, batches);
     if (timeline.enabled())
       timeline.counters("traffic_bytes", static_cast<int64_t>(rt_.counters.local_bytes.load()),
                         static_cast<int64_t>(rt_.counters.cross_bytes.load()),
@@ -328,6 +396,7 @@ void BackgroundLoop::run() {
       break;
     }
   }
+  if (tuner_ && tuner_->tuning()) tuner_->finish();  // the log ends with the best setting
   fail_everything(exit_reason);
   MPI_Cancel(&doorbell_request_);
   MPI_Wait(&doorbell_request_, MPI_STATUS_IGNORE);

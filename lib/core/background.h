@@ -23,6 +23,8 @@
 #include "core/execute.h"
 #include "core/runtime.h"
 #include "fusion/planner.h"
+#include "tune/parameter_manager.h"
+#include "tune/step_detector.h"
 #include "ops/device/device_engine.h"
 #include "ops/mpi/mpi_backend.h"
 
@@ -51,6 +53,11 @@ class BackgroundLoop {
   Error administer(const Response& response, Request* local);
   // Creates the device engine on this thread when the rank has a GPU.
   void start_device();
+  // Autotuning (HOROVOD_AUTOTUNE): the coordinator scores steps and proposes
+  // parameters; every rank applies them in the round they arrive.
+  void start_tuner();
+  void observe_for_tuning(const std::vector<Response>& ready, const std::vector<Batch>& batches);
+  void apply_tuning(const std::string& blob);
   void fail_everything(const Error& error);
 
   Runtime& rt_;
@@ -59,6 +66,11 @@ class BackgroundLoop {
   Executor executor_;
   HierarchicalAllreduce hier_;
   std::unique_ptr<DeviceEngine> device_;
+  std::unique_ptr<ParameterManager> tuner_;  // rank 0 only
+  StepDetector steps_;
+  int64_t step_bytes_ = 0;
+  double step_start_ = 0;
+  double cycle_time_ms_ = 1.0;
   FusionConfig fusion_;
   Mode mode_ = Mode::Idle;
   int64_t round_ = 0;

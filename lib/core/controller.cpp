@@ -143,6 +143,13 @@ Error Controller::apply_messages(const std::vector<uint8_t>& data, const std::ve
       return err;
     }
     for (WireEntry& e : message.entries) {
+      if (e.kind == WireKind::Tuning) {
+        if (rank == 0) {  // only the coordinator tunes
+          tuning_received_ = e.text;
+          has_tuning_ = true;
+        }
+        continue;
+      }
       std::string key = TensorQueue::key_of(e.spec.process_set, e.name);
       if (e.kind == WireKind::Timeout) {
         auto it = table_.find(key);
@@ -358,6 +365,21 @@ std::vector<Controller::Stalled> Controller::stalled(double older_than) const {
     out.push_back(std::move(s));
   }
   return out;
+}
+
+void Controller::send_tuning(const std::string& blob) {
+  WireEntry e;
+  e.kind = WireKind::Tuning;
+  e.name = "autotune";
+  e.text = blob;
+  decisions_.push_back(std::move(e));
+}
+
+bool Controller::take_tuning(std::string* blob) {
+  if (!has_tuning_) return false;
+  has_tuning_ = false;
+  *blob = std::move(tuning_received_);
+  return true;
 }
 
 void Controller::decide_timeout(const Stalled& stalled, const std::string& message) {

@@ -76,6 +76,11 @@ class Controller {
 
   ResponseCache& cache() { return cache_; }
 
+  // Coordinator: sends new tuned parameters with this round's messages.
+  void send_tuning(const std::string& blob);
+  // Every rank: tuned parameters that arrived in this round (from rank 0), if any.
+  bool take_tuning(std::string* blob);
+
   // Where negotiation progress is recorded (may be nullptr).
   void set_timeline(Timeline* timeline) { timeline_ = timeline; }
 
@@ -123,6 +128,8 @@ class Controller {
   std::vector<WireEntry> decisions_;       // coordinator's timeouts to send
   std::vector<Response> ready_;
   Timeline* timeline_ = nullptr;
+  std::string tuning_received_;
+  bool has_tuning_ = false;
 
   // Join (global): which world ranks have joined, in the order their announcements
   // were applied, identical on every rank.

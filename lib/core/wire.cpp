@@ -86,7 +86,7 @@ void wire_encode(const WireMessage& message, std::vector<uint8_t>* out) {
     w.put<int32_t>(s.group_size);
     w.put_vector(s.shape);
     w.put_vector(s.splits);
-    if (e.kind == WireKind::Timeout) w.put_string(e.text);
+    if (e.kind == WireKind::Timeout || e.kind == WireKind::Tuning) w.put_string(e.text);
   }
 }
 
@@ -102,14 +102,15 @@ Error wire_decode(const uint8_t* data, size_t size, WireMessage* out) {
     WireEntry e;
     uint8_t kind, op, dtype, reduce_op;
     TensorSpec& s = e.spec;
-    bool ok = r.get(&kind) && kind <= static_cast<uint8_t>(WireKind::Timeout) &&
+    bool ok = r.get(&kind) && kind <= static_cast<uint8_t>(WireKind::Tuning) &&
               r.get_string(&e.name, kMaxNameBytes) && r.get(&op) && op < kNumOpTypes &&
               r.get(&dtype) && dtype_valid(dtype) && r.get(&reduce_op) &&
               reduce_op_valid(reduce_op) && r.get(&s.root) && r.get(&s.device) &&
               r.get(&s.process_set) && r.get(&s.prescale) && r.get(&s.postscale) &&
               r.get(&s.group_size) && r.get_vector(&s.shape, HVD_MAX_NDIM) &&
               r.get_vector(&s.splits, 1u << 24);
-    if (ok && kind == static_cast<uint8_t>(WireKind::Timeout))
+    if (ok && (kind == static_cast<uint8_t>(WireKind::Timeout) ||
+               kind == static_cast<uint8_t>(WireKind::Tuning)))
       ok = r.get_string(&e.text, 1u << 20);
     if (!ok)
       return make_error(HVD_ERR_INTERNAL, "negotiation message entry %u is truncated or corrupt",

@@ -16,6 +16,7 @@ namespace hvd {
 enum class WireKind : uint8_t {
   Request = 0,   // name + spec: this rank has enqueued the tensor
   Timeout = 1,   // name + process set + text: the coordinator fails a stalled tensor
+  Tuning = 2,    // text: the coordinator's new tuned parameters (all ranks switch now)
 };
 
 struct WireEntry {
