@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,10 @@ void print_table(const Options& o, const TensorSet& set, int size, int inner,
     std::printf("  %-22s %12.4f %12.4f %12.4f %14s %8lld\n", m.what.name().c_str(), m.ms.median,
                 m.ms.min, m.ms.max, ratio, static_cast<long long>(m.wrong));
   }
+  double load[1] = {0};
+  if (getloadavg(load, 1) == 1)
+    std::printf("# load average (1 min) at the end: %.2f (other processes share the cores)\n",
+                load[0]);
   if (limit) {
     const Measured& per_tensor = results[1];
     std::printf("# limit: %s %.4f ms; libhvd vs limit %.3f, vs per-tensor MPI %.3f "
