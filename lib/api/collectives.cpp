@@ -10,30 +10,6 @@ using namespace hvd;
 
 namespace {
 
-// Common checks and the request skeleton for every tensor operation.
-Error begin(const char* function, const hvd_op_options_t* options, std::shared_ptr<Runtime>* rt,
-            OpOptions* opts, std::shared_ptr<ProcessSet>* set) {
-  Error err = require_runtime(function, rt);
-  if (err.ok()) err = read_options(options, opts);
-  if (err.ok()) err = check_process_set(**rt, opts->process_set, set);
-  return err;
-}
-
-Request make_request(const std::string& name, const OpOptions& opts, OpType op, hvd_dtype_t dtype) {
-  Request r;
-  r.name = name;
-  r.spec.op = op;
-  r.spec.dtype = dtype;
-  r.spec.device = opts.device;
-  r.spec.process_set = opts.process_set;
-  r.spec.prescale = opts.prescale;
-  r.spec.postscale = opts.postscale;
-  r.stream = opts.stream;
-  r.allocator = opts.allocator;
-  r.allocator_data = opts.allocator_data;
-  return r;
-}
-
 Error allreduce_request(Runtime& rt, const void* sendbuf, void* recvbuf, int64_t count,
                         hvd_dtype_t dtype, hvd_reduce_op_t op, const char* name,
                         const OpOptions& opts, Request* out) {

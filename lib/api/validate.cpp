@@ -150,6 +150,29 @@ Error resolve_name(Runtime& rt, const char* name, const char* op, std::string* o
   return Error::success();
 }
 
+Error begin(const char* function, const hvd_op_options_t* options, std::shared_ptr<Runtime>* rt,
+            OpOptions* opts, std::shared_ptr<ProcessSet>* set) {
+  Error err = require_runtime(function, rt);
+  if (err.ok()) err = read_options(options, opts);
+  if (err.ok()) err = check_process_set(**rt, opts->process_set, set);
+  return err;
+}
+
+Request make_request(const std::string& name, const OpOptions& opts, OpType op, hvd_dtype_t dtype) {
+  Request r;
+  r.name = name;
+  r.spec.op = op;
+  r.spec.dtype = dtype;
+  r.spec.device = opts.device;
+  r.spec.process_set = opts.process_set;
+  r.spec.prescale = opts.prescale;
+  r.spec.postscale = opts.postscale;
+  r.stream = opts.stream;
+  r.allocator = opts.allocator;
+  r.allocator_data = opts.allocator_data;
+  return r;
+}
+
 hvd_status_t finish(const Error& error) {
   if (error.ok()) return HVD_SUCCESS;
   return fail(error);

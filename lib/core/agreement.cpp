@@ -94,6 +94,14 @@ Response agree(const std::string& key, const std::string& name,
     fields.push_back({"shape after the first dimension",
                       [](const TensorSpec& s) { return shape_text(s.shape, 1); }});
   }
+  if (op == OpType::ProcessSetAdd)
+    fields.push_back({"member ranks", [](const TensorSpec& s) {
+                        std::string t;
+                        for (int64_t r : s.splits) t += (t.empty() ? "" : ",") + std::to_string(r);
+                        return "[" + t + "]";
+                      }});
+  if (op == OpType::ProcessSetRemove)
+    fields.push_back({"process set id", [](const TensorSpec& s) { return std::to_string(s.root); }});
   if (op == OpType::Alltoall)
     fields.push_back({"number of send splits",
                       [](const TensorSpec& s) { return std::to_string(s.splits.size()); }});

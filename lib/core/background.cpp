@@ -40,7 +40,19 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
                   &runtime.sets),
       host_(runtime.params.allreduce_chunk_bytes, &runtime.counters),
       executor_(&host_, &runtime.sets,
-                [this](Request&& r, const Error& e) { complete(std::move(r), e); }) {
+                [this](Request&& r, const Error& e) { complete(std::move(r), e); },
+                [this](const Response& r, Request* local) { return administer(r, local); }),
+      hier_(NodeLayout{runtime.local, runtime.cross, runtime.local_rank, runtime.local_size,
+                       runtime.cross_rank, runtime.cross_size, runtime.homogeneous,
+                       runtime.num_nodes, runtime.max_local_size,
+                       runtime.local_rank == 0 ? runtime.cross : MPI_COMM_NULL},
+            runtime.params.allreduce_chunk_bytes, &runtime.counters) {
+  executor_.set_hierarchical(&hier_);
+  executor_.use_hierarchical(rt_.params.hierarchical_allreduce);
+  if (rt_.params.hierarchical_allreduce && hier_.useful() && !rt_.homogeneous && rt_.rank == 0)
+    HVD_LOG(Warning,
+            "hierarchical allreduce: nodes have different numbers of ranks, so it reduces "
+            "through one rank per node (slower than the even-node algorithm)");
   fusion_.threshold = rt_.params.fusion_threshold;
   fusion_.inplace_min_bytes = rt_.params.inplace_min_bytes;
   fusion_.disable_group_fusion = rt_.params.disable_group_fusion;
@@ -53,6 +65,40 @@ BackgroundLoop::~BackgroundLoop() = default;
 void BackgroundLoop::complete(Request&& request, const Error& result) {
   rt_.queue.release_name(TensorQueue::key_of(request.spec.process_set, request.name));
   if (request.handle) request.handle->complete(result);
+}
+
+Error BackgroundLoop::administer(const Response& response, Request* local) {
+  if (response.spec.op == OpType::ProcessSetAdd) {
+    std::vector<int> ranks(response.spec.splits.begin(), response.spec.splits.end());
+    if (auto existing = rt_.sets.find_by_ranks(ranks))
+      return make_error(HVD_ERR_INVALID_ARGUMENT,
+                        "a process set with these ranks already exists (id %d); use it, or "
+                        "remove it first",
+                        existing->id);
+    auto set = make_process_set(rt_.sets.next_id(), ranks, rt_.world, rt_.rank, rt_.size);
+    if (set->comm != MPI_COMM_NULL) MPI_Comm_set_errhandler(set->comm, MPI_ERRORS_RETURN);
+    Error err = host_.process_set_added(*set);
+    if (!err.ok()) {
+      if (set->comm != MPI_COMM_NULL) MPI_Comm_free(&set->comm);
+      return err;
+    }
+    rt_.sets.add(set);
+    if (local && local->out_value) *local->out_value = set->id;
+    HVD_LOG(Debug, "process set %d added (%d ranks)", set->id, set->size());
+    return Error::success();
+  }
+  const int32_t id = response.spec.root;
+  if (id == 0)
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "the global process set (id 0) cannot be removed");
+  auto set = rt_.sets.remove(id);
+  if (!set) return make_error(HVD_ERR_INVALID_ARGUMENT, "process set %d does not exist", id);
+  Error gone = make_error(HVD_ERR_INVALID_ARGUMENT,
+                          "process set %d was removed while this operation was pending", id);
+  for (Request& r : controller_.drop_process_set(id)) complete(std::move(r), gone);
+  host_.process_set_removed(*set);
+  if (set->comm != MPI_COMM_NULL) MPI_Comm_free(&set->comm);
+  HVD_LOG(Debug, "process set %d removed", id);
+  return Error::success();
 }
 
 void BackgroundLoop::fail_everything(const Error& error) {
@@ -189,6 +235,8 @@ Error BackgroundLoop::run_round(bool* shutdown) {
     err = controller_.apply_messages(gathered_, counts, displs);
     if (!err.ok()) return err;
   }
+
+  for (auto& [blocked, why] : controller_.take_blocked_by_join()) complete(std::move(blocked), why);
 
   std::vector<Response> ready = controller_.take_ready();
   if (!ready.empty()) {

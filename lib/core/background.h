@@ -46,12 +46,15 @@ class BackgroundLoop {
   Error wait_request(MPI_Request* request);
   void inspect_stalls();
   void complete(Request&& request, const Error& result);
+  // Runs process-set changes (collective over the world, in negotiated order).
+  Error administer(const Response& response, Request* local);
   void fail_everything(const Error& error);
 
   Runtime& rt_;
   Controller controller_;
   MpiBackend host_;
   Executor executor_;
+  HierarchicalAllreduce hier_;
   FusionConfig fusion_;
   Mode mode_ = Mode::Idle;
   int64_t round_ = 0;

@@ -20,7 +20,14 @@ Controller::Controller(int world_rank, int world_size, size_t cache_capacity,
       world_size_(world_size),
       words_((cache_capacity + 63) / 64),
       sets_(sets),
-      cache_(cache_capacity) {}
+      cache_(cache_capacity),
+      joined_(static_cast<size_t>(world_size), 0) {}
+
+bool Controller::joined_locally() const {
+  for (const auto& kv : pending_)
+    if (kv.second.request.spec.op == OpType::Join) return true;
+  return false;
+}
 
 void Controller::intake(std::vector<Request>&& requests) {
   for (Request& r : requests) {
@@ -50,6 +57,13 @@ void Controller::fill_bits(uint64_t* words, bool shutdown_requested) const {
     if (!cache_.occupied(static_cast<int>(slot))) continue;
     auto set = sets_->find(cache_.at(static_cast<int>(slot)).spec.process_set);
     if (!set || !set->member()) words[slot / 64] |= uint64_t{1} << (slot % 64);
+  }
+  // A joined rank takes part in every cached allreduce of its sets with zeros.
+  if (joined_locally()) {
+    for (size_t slot = 0; slot < cache_.capacity(); ++slot)
+      if (cache_.occupied(static_cast<int>(slot)) &&
+          cache_.at(static_cast<int>(slot)).spec.op == OpType::Allreduce)
+        words[slot / 64] |= uint64_t{1} << (slot % 64);
   }
   for (const auto& kv : pending_)
     if (kv.second.cache_slot >= 0)
@@ -142,6 +156,10 @@ Error Controller::apply_messages(const std::vector<uint8_t>& data, const std::ve
         ready_.push_back(std::move(response));
         continue;
       }
+      if (e.spec.op == OpType::Join) {
+        record_join(rank, key, e.name);
+        continue;
+      }
       auto set = sets_->find(e.spec.process_set);
       if (!set || rank >= static_cast<int>(set->set_rank_of.size()) ||
           set->set_rank_of[rank] < 0) {
@@ -163,17 +181,120 @@ Error Controller::apply_messages(const std::vector<uint8_t>& data, const std::ve
       if (a.have[set_rank]) continue;
       a.have[set_rank] = 1;
       a.specs[set_rank] = std::move(e.spec);
-      if (++a.count == set->size()) {
-        Response response = agree(key, a.name, a.specs, set->ranks);
-        table_.erase(it);
-        add_response(std::move(response));
-      }
+      ++a.count;
+      if (try_complete(key, a, *set)) table_.erase(it);
     }
   }
   if (table_order_.size() > 2 * table_.size() + 64) {
     std::erase_if(table_order_, [&](const std::string& k) { return !table_.count(k); });
   }
   return Error::success();
+}
+
+bool Controller::try_complete(const std::string& key, Announcement& a, const ProcessSet& set) {
+  int joined_missing = 0;
+  for (int i = 0; i < set.size(); ++i)
+    if (!a.have[i] && joined_[set.ranks[i]]) ++joined_missing;
+  if (a.count + joined_missing < set.size()) return false;
+  std::vector<TensorSpec> specs;
+  std::vector<int> ranks;
+  for (int i = 0; i < set.size(); ++i) {
+    if (!a.have[i]) continue;
+    specs.push_back(a.specs[i]);
+    ranks.push_back(set.ranks[i]);
+  }
+  Response response = agree(key, a.name, specs, ranks);
+  if (joined_missing > 0 && response.error.ok() && response.spec.op != OpType::Allreduce) {
+    std::string who;
+    for (int i = 0; i < set.size(); ++i)
+      if (!a.have[i] && joined_[set.ranks[i]])
+        who += (who.empty() ? "" : ", ") + std::to_string(set.ranks[i]);
+    response.error = make_error(HVD_ERR_MISMATCH,
+                                "tensor '%s': %s cannot run while rank(s) %s have joined "
+                                "(hvd_join); only allreduce continues, with joined ranks "
+                                "contributing zeros",
+                                a.name.c_str(), op_type_name(response.spec.op), who.c_str());
+    response.per_rank.clear();
+    ready_.push_back(std::move(response));
+    return true;
+  }
+  // A tensor completed with joined ranks absent is not cached: its spec was agreed
+  // without them.
+  if (joined_missing > 0)
+    ready_.push_back(std::move(response));
+  else
+    add_response(std::move(response));
+  return true;
+}
+
+void Controller::record_join(int world_rank, const std::string& key, const std::string& name) {
+  if (joined_[world_rank]) return;
+  joined_[world_rank] = 1;
+  last_joined_ = world_rank;
+  if (++joined_count_ == world_size_) {
+    Response response;
+    response.key = key;
+    response.name = name;
+    response.spec.op = OpType::Join;
+    response.spec.process_set = 0;
+    response.per_rank = {last_joined_};
+    std::fill(joined_.begin(), joined_.end(), 0);
+    joined_count_ = 0;
+    last_joined_ = -1;
+    ready_.push_back(std::move(response));
+    return;
+  }
+  // Tensors that waited only for this rank can run (allreduce) or fail (others) now.
+  for (const std::string& k : table_order_) {
+    auto it = table_.find(k);
+    if (it == table_.end()) continue;
+    auto set = sets_->find(it->second.process_set);
+    if (set && try_complete(k, it->second, *set)) table_.erase(it);
+  }
+}
+
+std::vector<std::pair<Request, Error>> Controller::take_blocked_by_join() {
+  std::vector<std::pair<Request, Error>> out;
+  if (joined_count_ == 0) return out;
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    const Request& r = it->second.request;
+    auto set = sets_->find(r.spec.process_set);
+    bool blocked = false;
+    if (it->second.cache_slot >= 0 && r.spec.op != OpType::Allreduce && r.spec.op != OpType::Join &&
+        set) {
+      for (int w : set->ranks) blocked = blocked || joined_[w];
+    }
+    if (!blocked) {
+      ++it;
+      continue;
+    }
+    Error err = make_error(HVD_ERR_MISMATCH,
+                           "tensor '%s': %s cannot run while ranks have joined (hvd_join); only "
+                           "allreduce continues, with joined ranks contributing zeros",
+                           r.name.c_str(), op_type_name(r.spec.op));
+    out.emplace_back(std::move(it->second.request), std::move(err));
+    it = pending_.erase(it);
+  }
+  return out;
+}
+
+std::vector<Request> Controller::drop_process_set(int32_t id) {
+  for (size_t slot = 0; slot < cache_.capacity(); ++slot) {
+    int s = static_cast<int>(slot);
+    if (cache_.occupied(s) && cache_.at(s).spec.process_set == id) cache_.erase(s);
+  }
+  std::erase_if(table_, [&](const auto& kv) { return kv.second.process_set == id; });
+  std::vector<Request> out;
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (it->second.request.spec.process_set != id) {
+      ++it;
+      continue;
+    }
+    out.push_back(std::move(it->second.request));
+    it = pending_.erase(it);
+  }
+  std::erase_if(unannounced_, [&](const std::string& k) { return !pending_.count(k); });
+  return out;
 }
 
 void Controller::add_response(Response&& response) {

@@ -75,6 +75,15 @@ class Controller {
 
   ResponseCache& cache() { return cache_; }
 
+  // Local requests that can never run: a non-allreduce operation pending in the cache
+  // on a process set with a joined rank (that rank will not submit it). Completed by
+  // the caller with the error.
+  std::vector<std::pair<Request, Error>> take_blocked_by_join();
+
+  // A removed process set: forgets its cache slots and announcements and returns this
+  // rank's pending requests on it. Deterministic: run at the same point on every rank.
+  std::vector<Request> drop_process_set(int32_t id);
+
  private:
   struct Local {
     Request request;
@@ -92,6 +101,10 @@ class Controller {
 
   void add_response(Response&& response);
   void forget_slot(int slot);
+  // Completes an announcement if every member has announced it or has joined.
+  bool try_complete(const std::string& key, Announcement& a, const ProcessSet& set);
+  void record_join(int world_rank, const std::string& key, const std::string& name);
+  bool joined_locally() const;
 
   int world_rank_;
   int world_size_;
@@ -105,6 +118,12 @@ class Controller {
   std::vector<std::string> table_order_;   // keys in first-seen order, for the inspector
   std::vector<WireEntry> decisions_;       // coordinator's timeouts to send
   std::vector<Response> ready_;
+
+  // Join (global): which world ranks have joined, in the order their announcements
+  // were applied, identical on every rank.
+  std::vector<char> joined_;
+  int joined_count_ = 0;
+  int last_joined_ = -1;
 };
 
 }  // namespace hvd

@@ -26,6 +26,11 @@ void* Executor::scratch(size_t bytes, bool zero) {
   return scratch_.data();
 }
 
+std::vector<unsigned char>& Executor::fusion_buffer(size_t bytes) {
+  if (fusion_buffer_.size() < bytes) fusion_buffer_.resize(bytes);
+  return fusion_buffer_;
+}
+
 void Executor::run(const Batch& batch, const std::vector<Response>& responses,
                    Controller& controller) {
   const Response& first = responses[batch.items.front()];
@@ -44,25 +49,59 @@ void Executor::run(const Batch& batch, const std::vector<Response>& responses,
                         "device backend enabled",
                         first.name.c_str());
   } else {
-    switch (first.spec.op) {
-      case OpType::Allreduce:
-        result = batch.fused ? allreduce_fused(batch, responses, locals, *set)
-                             : allreduce_single(first, locals[0], *set);
-        break;
-      case OpType::Broadcast:
-        result = broadcast(first, locals[0], *set);
-        break;
-      default:
-        result = make_error(HVD_ERR_UNSUPPORTED, "%s is not supported by this version of libhvd",
-                            op_type_name(first.spec.op));
-        break;
-    }
+    result = dispatch(batch, responses, locals, *set);
   }
   for (size_t k = 0; k < batch.items.size(); ++k) {
     Request request;
     if (controller.take_local(responses[batch.items[k]].key, &request))
       complete_(std::move(request), result);
   }
+}
+
+Error Executor::dispatch(const Batch& batch, const std::vector<Response>& responses,
+                         const std::vector<Request*>& locals, const ProcessSet& set) {
+  const Response& first = responses[batch.items.front()];
+  const OpType op = first.spec.op;
+  // Only allreduce runs with members that have no request (joined ranks); the
+  // controller fails every other operation in that case before it gets here.
+  if (op != OpType::Allreduce && op != OpType::Join) {
+    for (Request* local : locals)
+      if (!local)
+        return make_error(HVD_ERR_INTERNAL, "tensor '%s': %s scheduled without a local request",
+                          first.name.c_str(), op_type_name(op));
+  }
+  switch (op) {
+    case OpType::Allreduce:
+      return batch.fused ? allreduce_fused(batch, responses, locals, set)
+                         : allreduce_single(first, locals[0], set);
+    case OpType::Broadcast:
+      return broadcast(first, locals[0], set);
+    case OpType::Allgather:
+      return allgather(batch, responses, locals, set);
+    case OpType::Alltoall:
+      return alltoall(first, locals[0], set);
+    case OpType::Reducescatter:
+      return reducescatter(first, locals[0], set);
+    case OpType::Barrier:
+      return Error::success();  // negotiation completing is the barrier
+    case OpType::Join:
+      if (locals[0] && locals[0]->out_value && !first.per_rank.empty())
+        *locals[0]->out_value = first.per_rank[0];
+      return Error::success();
+    case OpType::ProcessSetAdd:
+    case OpType::ProcessSetRemove:
+      return admin_(first, locals[0]);
+  }
+  return make_error(HVD_ERR_INTERNAL, "unknown operation %d", static_cast<int>(op));
+}
+
+Error Executor::reduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
+                        hvd_reduce_op_t op, const ProcessSet& set) {
+  if (use_hier_ && hier_ && set.id == 0 && hier_->useful()) {
+    if (send != recv) copy_scaled(recv, send, count, dtype, 1.0);
+    return hier_->allreduce(recv, count, dtype, op);
+  }
+  return host_->allreduce(send, recv, count, dtype, op, set);
 }
 
 Error Executor::allreduce_single(const Response& r, Request* local, const ProcessSet& set) {
@@ -76,7 +115,7 @@ Error Executor::allreduce_single(const Response& r, Request* local, const Proces
     copy_scaled(recv, send, count, spec.dtype, spec.prescale);
     send = recv;
   }
-  Error err = host_->allreduce(send, recv, count, spec.dtype, transport_op(spec.reduce_op), set);
+  Error err = reduce(send, recv, count, spec.dtype, transport_op(spec.reduce_op), set);
   if (!err.ok()) return err;
   int divisor = divisor_of(spec, set);
   if (divisor > 1 || spec.postscale != 1.0)
@@ -88,9 +127,7 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
                                 const std::vector<Request*>& locals, const ProcessSet& set) {
   const TensorSpec& spec = responses[batch.items.front()].spec;
   const size_t esize = dtype_size(spec.dtype);
-  if (fusion_buffer_.size() < static_cast<size_t>(batch.bytes))
-    fusion_buffer_.resize(static_cast<size_t>(batch.bytes));
-  unsigned char* buffer = fusion_buffer_.data();
+  unsigned char* buffer = fusion_buffer(static_cast<size_t>(batch.bytes)).data();
 
   size_t offset = 0;
   for (size_t k = 0; k < batch.items.size(); ++k) {
@@ -103,7 +140,7 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
     offset += bytes;
   }
   const int64_t total = static_cast<int64_t>(offset / esize);
-  Error err = host_->allreduce(buffer, buffer, total, spec.dtype, transport_op(spec.reduce_op), set);
+  Error err = reduce(buffer, buffer, total, spec.dtype, transport_op(spec.reduce_op), set);
   if (!err.ok()) return err;
   const int divisor = divisor_of(spec, set);
   offset = 0;

@@ -1,5 +1,7 @@
 // Runs planned batches: fusion copies, the collective through a backend, scaling, and
-// completion of the local requests.
+// completion of the local requests. Every member of a batch's process set runs the
+// same batches in the same order; a member without a local request (a joined rank)
+// contributes zeros to allreduces.
 #pragma once
 
 #include <functional>
@@ -9,30 +11,56 @@
 #include "core/params.h"
 #include "fusion/planner.h"
 #include "ops/backend.h"
+#include "ops/hier/hier_allreduce.h"
 
 namespace hvd {
 
 class Executor {
  public:
   using Complete = std::function<void(Request&&, const Error&)>;
+  // Process-set changes and other runtime-level operations, run by the owner.
+  using Admin = std::function<Error(const Response&, Request* local)>;
 
-  Executor(Backend* host, ProcessSetTable* sets, Complete complete)
-      : host_(host), sets_(sets), complete_(std::move(complete)) {}
+  Executor(Backend* host, ProcessSetTable* sets, Complete complete, Admin admin)
+      : host_(host), sets_(sets), complete_(std::move(complete)), admin_(std::move(admin)) {}
 
   void run(const Batch& batch, const std::vector<Response>& responses, Controller& controller);
 
+  // Hierarchical allreduce for the global set (nullptr: flat only). The choice is
+  // made per round from parameters that are equal on every rank.
+  void set_hierarchical(HierarchicalAllreduce* hier) { hier_ = hier; }
+  void use_hierarchical(bool on) { use_hier_ = on; }
+
  private:
+  Error dispatch(const Batch& batch, const std::vector<Response>& responses,
+                 const std::vector<Request*>& locals, const ProcessSet& set);
   Error allreduce_single(const Response& r, Request* local, const ProcessSet& set);
   Error allreduce_fused(const Batch& batch, const std::vector<Response>& responses,
                         const std::vector<Request*>& locals, const ProcessSet& set);
   Error broadcast(const Response& r, Request* local, const ProcessSet& set);
+  Error allgather(const Batch& batch, const std::vector<Response>& responses,
+                  const std::vector<Request*>& locals, const ProcessSet& set);
+  Error alltoall(const Response& r, Request* local, const ProcessSet& set);
+  Error reducescatter(const Response& r, Request* local, const ProcessSet& set);
   void* scratch(size_t bytes, bool zero);
+  // recv = reduction of send over the set, flat or hierarchical.
+  Error reduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
+               const ProcessSet& set);
+  std::vector<unsigned char>& fusion_buffer(size_t bytes);
 
   Backend* host_;
   ProcessSetTable* sets_;
   Complete complete_;
+  Admin admin_;
+  HierarchicalAllreduce* hier_ = nullptr;
+  bool use_hier_ = false;
   std::vector<unsigned char> fusion_buffer_;
   std::vector<unsigned char> scratch_;
 };
+
+// Output memory for results of negotiated size (allgather, alltoall): the request's
+// allocator, else malloc (released by hvd_free). Never NULL for a successful return;
+// zero bytes still give a valid pointer.
+Error allocate_output(const Request& request, size_t bytes, void** out);
 
 }  // namespace hvd

@@ -1,9 +1,12 @@
 #include "core/process_sets.h"
 
+#include <algorithm>
+
 namespace hvd {
 
 void ProcessSetTable::add(std::shared_ptr<ProcessSet> set) {
   std::lock_guard<std::mutex> lock(mutex_);
+  next_id_ = std::max(next_id_, set->id + 1);
   sets_[set->id] = std::move(set);
 }
 
@@ -31,7 +34,14 @@ std::vector<int32_t> ProcessSetTable::ids() const {
 
 int32_t ProcessSetTable::next_id() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return sets_.empty() ? 0 : sets_.rbegin()->first + 1;
+  return next_id_;
+}
+
+std::shared_ptr<ProcessSet> ProcessSetTable::find_by_ranks(const std::vector<int>& ranks) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& kv : sets_)
+    if (kv.second->ranks == ranks) return kv.second;
+  return nullptr;
 }
 
 std::vector<std::shared_ptr<ProcessSet>> ProcessSetTable::all() const {

@@ -28,13 +28,16 @@ class ProcessSetTable {
   void add(std::shared_ptr<ProcessSet> set);
   std::shared_ptr<ProcessSet> find(int32_t id) const;
   std::shared_ptr<ProcessSet> remove(int32_t id);
+  std::shared_ptr<ProcessSet> find_by_ranks(const std::vector<int>& ranks) const;
   std::vector<int32_t> ids() const;
+  // Ids are never reused within a run, so a stale id cannot name a new set.
   int32_t next_id() const;
   std::vector<std::shared_ptr<ProcessSet>> all() const;
 
  private:
   mutable std::mutex mutex_;
   std::map<int32_t, std::shared_ptr<ProcessSet>> sets_;
+  int32_t next_id_ = 0;
 };
 
 // Builds a set over world ranks (collective over world: uses MPI_Comm_create_group

@@ -13,6 +13,8 @@ const char* op_type_name(OpType op) {
     case OpType::Reducescatter: return "reducescatter";
     case OpType::Barrier: return "barrier";
     case OpType::Join: return "join";
+    case OpType::ProcessSetAdd: return "add_process_set";
+    case OpType::ProcessSetRemove: return "remove_process_set";
   }
   return "unknown";
 }

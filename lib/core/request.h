@@ -20,8 +20,10 @@ enum class OpType : uint8_t {
   Reducescatter,
   Barrier,
   Join,
+  ProcessSetAdd,     // shape: the member ranks
+  ProcessSetRemove,  // root: the set id
 };
-constexpr int kNumOpTypes = static_cast<int>(OpType::Join) + 1;
+constexpr int kNumOpTypes = static_cast<int>(OpType::ProcessSetRemove) + 1;
 const char* op_type_name(OpType op);
 
 struct TensorSpec {
@@ -50,6 +52,9 @@ struct Request {
   void** out_buffer = nullptr;
   int64_t* out_dim0 = nullptr;
   int64_t* out_per_rank = nullptr;
+  // Join: the last rank to join; ProcessSetAdd: the new set's id. Points into the
+  // blocked caller's frame.
+  int64_t* out_value = nullptr;
   hvd_allocator_fn allocator = nullptr;
   void* allocator_data = nullptr;
   void* stream = nullptr;

@@ -47,6 +47,9 @@ Error build_topology(Runtime& rt) {
   int extremes[2];
   MPI_Allreduce(sizes, extremes, 2, MPI_INT, MPI_MAX, rt.world);
   rt.homogeneous = extremes[0] == -extremes[1];
+  rt.max_local_size = extremes[0];
+  int leader = rt.local_rank == 0 ? 1 : 0;
+  MPI_Allreduce(&leader, &rt.num_nodes, 1, MPI_INT, MPI_SUM, rt.world);
   MPI_Comm_set_errhandler(rt.local, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(rt.cross, MPI_ERRORS_RETURN);
   return Error::success();

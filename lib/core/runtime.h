@@ -31,6 +31,8 @@ struct Runtime {
   int local_rank = -1, local_size = -1;
   int cross_rank = -1, cross_size = -1;
   bool homogeneous = true;
+  int num_nodes = 1;          // equal on every rank
+  int max_local_size = 1;     // equal on every rank
   int gpu_device = -1;
 
   ProcessSetTable sets;

@@ -9,27 +9,44 @@ namespace hvd {
 
 namespace {
 
+int64_t row_elements(const TensorSpec& spec) {
+  int64_t n = 1;
+  for (size_t i = 1; i < spec.shape.size(); ++i) n *= spec.shape[i];
+  return n;
+}
+
+// Bytes the collective moves into each rank's output.
 int64_t response_bytes(const Response& r) {
-  return r.spec.num_elements() * static_cast<int64_t>(dtype_size(r.spec.dtype));
+  const int64_t esize = static_cast<int64_t>(dtype_size(r.spec.dtype));
+  if (r.spec.op == OpType::Allgather) {
+    int64_t rows = 0;
+    for (int64_t x : r.per_rank) rows += x;
+    return rows * row_elements(r.spec) * esize;
+  }
+  return r.spec.num_elements() * esize;
 }
 
 // Responses may share a buffer only if they are reduced by the same call with the
 // same scaling on the same devices.
-using FusionKey = std::tuple<int, int, double, double, int32_t, int32_t, std::string>;
+using FusionKey = std::tuple<int, int, int, double, double, int32_t, int32_t, std::string>;
 
 FusionKey key_of(const Response& r, const FusionConfig& config) {
   std::string group;
   if (config.disable_group_fusion && r.spec.group_size > 0)
     group = r.name.substr(0, r.name.rfind('.'));
-  return {r.spec.dtype, r.spec.reduce_op, r.spec.prescale, r.spec.postscale, r.spec.device,
+  return {static_cast<int>(r.spec.op), r.spec.dtype, r.spec.reduce_op, r.spec.prescale, r.spec.postscale, r.spec.device,
           r.spec.process_set, group};
 }
 
 }  // namespace
 
 bool fusable(const Response& r, const FusionConfig& config) {
-  if (!r.error.ok() || r.spec.op != OpType::Allreduce || config.threshold <= 0) return false;
+  if (!r.error.ok() || config.threshold <= 0) return false;
   int64_t bytes = response_bytes(r);
+  // Allgathers are fused whatever their size (one collective instead of several);
+  // a large allreduce goes without copies.
+  if (r.spec.op == OpType::Allgather) return bytes <= config.threshold;
+  if (r.spec.op != OpType::Allreduce) return false;
   return bytes < config.inplace_min_bytes && bytes <= config.threshold;
 }
 

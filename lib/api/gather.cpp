@@ -1,0 +1,190 @@
+// Exported: allgather, alltoall and reducescatter (tensors with a shape; rows along
+// the first dimension).
+#include <cstring>
+
+#include "api/validate.h"
+#include "core/dtype.h"
+#include "core/enqueue.h"
+#include "hvd/hvd.h"
+
+using namespace hvd;
+
+namespace {
+
+int64_t elements_of(int ndim, const int64_t* shape) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; ++i) n *= shape[i];
+  return n;
+}
+
+Error check_output_pointers(void** recvbuf, int64_t* recv_dim0) {
+  if (!recvbuf) return make_error(HVD_ERR_INVALID_ARGUMENT, "recvbuf (the output pointer) is NULL");
+  if (!recv_dim0)
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "recv_dim0 (the output pointer) is NULL");
+  return Error::success();
+}
+
+// The request of a shaped tensor: dtype, shape and buffer checked.
+Error shaped_request(Runtime& rt, OpType op, const void* sendbuf, int ndim, const int64_t* shape,
+                     hvd_dtype_t dtype, const char* name, const OpOptions& opts, Request* out) {
+  Error err = check_dtype(dtype);
+  if (err.ok()) err = check_shape(ndim, shape, dtype);
+  if (!err.ok()) return err;
+  const int64_t bytes = elements_of(ndim, shape) * static_cast<int64_t>(dtype_size(dtype));
+  if (!(err = check_buffer(sendbuf, bytes, "sendbuf")).ok()) return err;
+  std::string resolved;
+  if (!(err = resolve_name(rt, name, op_type_name(op), &resolved)).ok()) return err;
+  *out = make_request(resolved, opts, op, dtype);
+  out->spec.shape.assign(shape, shape + ndim);
+  out->send = sendbuf;
+  return Error::success();
+}
+
+Error scaling_is_neutral(const OpOptions& opts, const char* op) {
+  if (opts.prescale != 1.0 || opts.postscale != 1.0)
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "prescale/postscale factors apply to reductions, not to %s", op);
+  return Error::success();
+}
+
+// handle by pointer: it is read only after the enqueue call has filled it.
+hvd_status_t wait_for(hvd_status_t enqueued, const hvd_handle_t* handle) {
+  return enqueued == HVD_SUCCESS ? hvd_wait(*handle) : enqueued;
+}
+
+}  // namespace
+
+extern "C" {
+
+HVD_API hvd_status_t hvd_allgather_async(const void* sendbuf, int ndim, const int64_t* shape,
+                                         hvd_dtype_t dtype, void** recvbuf, int64_t* recv_dim0,
+                                         int64_t* recv_dim0_per_rank, const char* name,
+                                         const hvd_op_options_t* options, hvd_handle_t* handle) {
+  HVD_API_GUARD({
+    std::shared_ptr<Runtime> rt;
+    OpOptions opts;
+    std::shared_ptr<ProcessSet> set;
+    HVD_TRY(check_handle_out(handle));
+    HVD_TRY(begin("hvd_allgather_async", options, &rt, &opts, &set));
+    HVD_TRY(check_output_pointers(recvbuf, recv_dim0));
+    HVD_TRY(scaling_is_neutral(opts, "allgather"));
+    std::vector<Request> requests(1);
+    HVD_TRY(shaped_request(*rt, OpType::Allgather, sendbuf, ndim, shape, dtype, name, opts,
+                           &requests[0]));
+    requests[0].out_buffer = recvbuf;
+    requests[0].out_dim0 = recv_dim0;
+    requests[0].out_per_rank = recv_dim0_per_rank;
+    return finish(enqueue(*rt, std::move(requests), handle));
+  })
+}
+
+HVD_API hvd_status_t hvd_allgather(const void* sendbuf, int ndim, const int64_t* shape,
+                                   hvd_dtype_t dtype, void** recvbuf, int64_t* recv_dim0,
+                                   int64_t* recv_dim0_per_rank, const char* name,
+                                   const hvd_op_options_t* options) {
+  HVD_API_GUARD({
+    hvd_handle_t handle = 0;
+    return wait_for(hvd_allgather_async(sendbuf, ndim, shape, dtype, recvbuf, recv_dim0,
+                                        recv_dim0_per_rank, name, options, &handle),
+                    &handle);
+  })
+}
+
+HVD_API hvd_status_t hvd_alltoall_async(const void* sendbuf, int ndim, const int64_t* shape,
+                                        hvd_dtype_t dtype, const int64_t* send_splits,
+                                        void** recvbuf, int64_t* recv_dim0, int64_t* recv_splits,
+                                        const char* name, const hvd_op_options_t* options,
+                                        hvd_handle_t* handle) {
+  HVD_API_GUARD({
+    std::shared_ptr<Runtime> rt;
+    OpOptions opts;
+    std::shared_ptr<ProcessSet> set;
+    HVD_TRY(check_handle_out(handle));
+    HVD_TRY(begin("hvd_alltoall_async", options, &rt, &opts, &set));
+    HVD_TRY(check_output_pointers(recvbuf, recv_dim0));
+    HVD_TRY(scaling_is_neutral(opts, "alltoall"));
+    std::vector<Request> requests(1);
+    Request& r = requests[0];
+    HVD_TRY(shaped_request(*rt, OpType::Alltoall, sendbuf, ndim, shape, dtype, name, opts, &r));
+    const int size = set->size();
+    if (send_splits) {
+      int64_t total = 0;
+      for (int q = 0; q < size; ++q) {
+        if (send_splits[q] < 0)
+          return fail(HVD_ERR_INVALID_ARGUMENT, "send_splits[%d] is %lld; splits must be >= 0", q,
+                      static_cast<long long>(send_splits[q]));
+        total += send_splits[q];
+      }
+      if (total != shape[0])
+        return fail(HVD_ERR_INVALID_ARGUMENT,
+                    "send_splits sum to %lld rows but shape[0] is %lld; they must be equal "
+                    "(send_splits has one entry per rank of the process set: %d)",
+                    static_cast<long long>(total), static_cast<long long>(shape[0]), size);
+      r.spec.splits.assign(send_splits, send_splits + size);
+    } else {
+      if (shape[0] % size != 0)
+        return fail(HVD_ERR_INVALID_ARGUMENT,
+                    "shape[0] is %lld, not divisible by the %d ranks of the process set; pass "
+                    "send_splits to split the rows unevenly",
+                    static_cast<long long>(shape[0]), size);
+      r.spec.splits.assign(static_cast<size_t>(size), shape[0] / size);
+    }
+    r.out_buffer = recvbuf;
+    r.out_dim0 = recv_dim0;
+    r.out_per_rank = recv_splits;
+    return finish(enqueue(*rt, std::move(requests), handle));
+  })
+}
+
+HVD_API hvd_status_t hvd_alltoall(const void* sendbuf, int ndim, const int64_t* shape,
+                                  hvd_dtype_t dtype, const int64_t* send_splits, void** recvbuf,
+                                  int64_t* recv_dim0, int64_t* recv_splits, const char* name,
+                                  const hvd_op_options_t* options) {
+  HVD_API_GUARD({
+    hvd_handle_t handle = 0;
+    return wait_for(hvd_alltoall_async(sendbuf, ndim, shape, dtype, send_splits, recvbuf,
+                                       recv_dim0, recv_splits, name, options, &handle),
+                    &handle);
+  })
+}
+
+HVD_API hvd_status_t hvd_reducescatter_async(const void* sendbuf, void* recvbuf, int ndim,
+                                             const int64_t* shape, hvd_dtype_t dtype,
+                                             hvd_reduce_op_t op, const char* name,
+                                             const hvd_op_options_t* options,
+                                             hvd_handle_t* handle) {
+  HVD_API_GUARD({
+    std::shared_ptr<Runtime> rt;
+    OpOptions opts;
+    std::shared_ptr<ProcessSet> set;
+    HVD_TRY(check_handle_out(handle));
+    HVD_TRY(begin("hvd_reducescatter_async", options, &rt, &opts, &set));
+    HVD_TRY(check_reduce_op(op, dtype, opts));
+    if (op != HVD_OP_SUM && op != HVD_OP_AVERAGE && op != HVD_OP_MIN && op != HVD_OP_MAX &&
+        op != HVD_OP_PRODUCT)
+      return fail(HVD_ERR_INVALID_ARGUMENT, "reduce op %d is not supported by reducescatter",
+                  static_cast<int>(op));
+    std::vector<Request> requests(1);
+    Request& r = requests[0];
+    HVD_TRY(shaped_request(*rt, OpType::Reducescatter, sendbuf, ndim, shape, dtype, name, opts, &r));
+    int64_t row = elements_of(ndim - 1, shape + 1);
+    int64_t mine = hvd_reducescatter_rows(shape[0], set->my_set_rank, set->size()) * row;
+    HVD_TRY(check_buffer(recvbuf, mine * static_cast<int64_t>(dtype_size(dtype)), "recvbuf"));
+    r.spec.reduce_op = op;
+    r.recv = recvbuf;
+    return finish(enqueue(*rt, std::move(requests), handle));
+  })
+}
+
+HVD_API hvd_status_t hvd_reducescatter(const void* sendbuf, void* recvbuf, int ndim,
+                                       const int64_t* shape, hvd_dtype_t dtype, hvd_reduce_op_t op,
+                                       const char* name, const hvd_op_options_t* options) {
+  HVD_API_GUARD({
+    hvd_handle_t handle = 0;
+    return wait_for(hvd_reducescatter_async(sendbuf, recvbuf, ndim, shape, dtype, op, name,
+                                            options, &handle),
+                    &handle);
+  })
+}
+
+}  // extern "C"

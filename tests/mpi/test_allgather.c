@@ -1,0 +1,195 @@
+/* Allgather: rows that differ per rank, every dtype, multi-dimensional rows, fusion of
+ * several allgathers, the options' allocator, and shape mismatches. */
+#include "test_util.h"
+
+/* Rank r contributes r + 1 + extra rows of `cols` columns; value = 1000 r + 10 row + col. */
+static int64_t rows_of(int r, int extra) { return r + 1 + extra; }
+static double value_at(int r, int64_t row, int64_t col) {
+  return (double)((1000 * r + 10 * row + col) % 120);
+}
+
+static void check_gathered(const void* out, hvd_dtype_t d, int64_t cols, int extra, int64_t dim0,
+                           const int64_t* per_rank) {
+  const int size = hvd_size();
+  int64_t want_dim0 = 0;
+  for (int r = 0; r < size; ++r) {
+    want_dim0 += rows_of(r, extra);
+    if (per_rank) assert_int_equal(per_rank[r], rows_of(r, extra));
+  }
+  assert_int_equal(dim0, want_dim0);
+  int64_t at = 0;
+  for (int r = 0; r < size; ++r)
+    for (int64_t row = 0; row < rows_of(r, extra); ++row)
+      for (int64_t c = 0; c < cols; ++c, ++at) {
+        double want = value_at(r, row, c);
+        if (d == HVD_BOOL) want = want != 0;
+        double got = tu_get(out, d, at);
+        if (got != want)
+          fail_msg("dtype %d rank %d row %lld col %lld: %g != %g", (int)d, r, (long long)row,
+                   (long long)c, got, want);
+      }
+}
+
+static void every_dtype_uneven_rows(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  enum { COLS = 3 };
+  hvd_handle_t handles[NUM_DTYPES];
+  void* sends[NUM_DTYPES];
+  void* outs[NUM_DTYPES];
+  int64_t dim0[NUM_DTYPES];
+  int64_t* per_rank[NUM_DTYPES];
+  for (int t = 0; t < NUM_DTYPES; ++t) {
+    hvd_dtype_t d = kAllDtypes[t];
+    int64_t shape[2] = {rows_of(rank, t % 2), COLS};
+    sends[t] = tu_alloc((size_t)(shape[0] * COLS) * tu_dtype_size(d));
+    for (int64_t row = 0; row < shape[0]; ++row)
+      for (int64_t c = 0; c < COLS; ++c) tu_set(sends[t], d, row * COLS + c, value_at(rank, row, c));
+    per_rank[t] = tu_alloc(sizeof(int64_t) * (size_t)size);
+    char name[32];
+    snprintf(name, sizeof name, "gather.%d", t);
+    assert_hvd_ok(hvd_allgather_async(sends[t], 2, shape, d, &outs[t], &dim0[t], per_rank[t], name,
+                                      NULL, &handles[t]));
+  }
+  for (int t = 0; t < NUM_DTYPES; ++t) {
+    assert_hvd_ok(hvd_wait(handles[t]));
+    check_gathered(outs[t], kAllDtypes[t], COLS, t % 2, dim0[t], per_rank[t]);
+    hvd_free(outs[t]);
+    free(sends[t]);
+    free(per_rank[t]);
+  }
+}
+
+static void zero_rows_and_repeated_steps(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  for (int step = 0; step < 6; ++step) {
+    /* Rows change between steps: the cached response must be renegotiated. */
+    int64_t mine = (rank + step) % 3;
+    int32_t* send = tu_alloc(sizeof(int32_t) * (size_t)(mine ? mine : 1));
+    for (int64_t i = 0; i < mine; ++i) send[i] = rank * 100 + step;
+    int64_t shape[1] = {mine};
+    void* out = NULL;
+    int64_t dim0 = -1;
+    assert_hvd_ok(hvd_allgather(send, 1, shape, HVD_INT32, &out, &dim0, NULL, "steps", NULL));
+    int64_t at = 0;
+    for (int r = 0; r < size; ++r)
+      for (int64_t i = 0; i < (r + step) % 3; ++i, ++at) assert_int_equal(((int32_t*)out)[at], r * 100 + step);
+    assert_int_equal(dim0, at);
+    assert_non_null(out);
+    hvd_free(out);
+    free(send);
+  }
+}
+
+typedef struct {
+  int calls;
+  size_t bytes;
+} alloc_log;
+
+static void* counting_allocator(size_t nbytes, int device, void* user) {
+  alloc_log* log = user;
+  assert_int_equal(device, HVD_DEVICE_CPU);
+  log->calls++;
+  log->bytes += nbytes;
+  return malloc(nbytes ? nbytes : 1);
+}
+
+static void uses_options_allocator(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  alloc_log log = {0, 0};
+  hvd_op_options_t opts;
+  hvd_op_options_init(&opts);
+  opts.allocator = counting_allocator;
+  opts.allocator_user_data = &log;
+  double send[2] = {rank, rank + 0.5};
+  int64_t shape[1] = {2};
+  void* out = NULL;
+  int64_t dim0 = 0;
+  assert_hvd_ok(hvd_allgather(send, 1, shape, HVD_FLOAT64, &out, &dim0, NULL, "alloc", &opts));
+  assert_int_equal(log.calls, 1);
+  assert_int_equal(log.bytes, sizeof(double) * 2 * (size_t)size);
+  for (int r = 0; r < size; ++r) assert_true(((double*)out)[2 * r + 1] == r + 0.5);
+  free(out);
+}
+
+static void many_small_fused(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  enum { N = 300 };
+  hvd_handle_t h[N];
+  void* out[N];
+  int64_t dim0[N];
+  float send[N][4];
+  for (int k = 0; k < N; ++k) {
+    int64_t shape[2] = {rank % 2 + 1, 2};
+    for (int i = 0; i < 4; ++i) send[k][i] = (float)(k * 10 + rank);
+    char name[32];
+    snprintf(name, sizeof name, "small.%d", k);
+    assert_hvd_ok(hvd_allgather_async(send[k], 2, shape, HVD_FLOAT32, &out[k], &dim0[k], NULL, name,
+                                      NULL, &h[k]));
+  }
+  for (int k = 0; k < N; ++k) {
+    assert_hvd_ok(hvd_wait(h[k]));
+    int64_t at = 0;
+    for (int r = 0; r < size; ++r)
+      for (int i = 0; i < (r % 2 + 1) * 2; ++i, ++at)
+        assert_true(((float*)out[k])[at] == (float)(k * 10 + r));
+    assert_int_equal(dim0[k] * 2, at);
+    hvd_free(out[k]);
+  }
+}
+
+static void trailing_dims_mismatch(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  if (size < 2) skip();
+  int64_t shape[2] = {1, rank == size - 1 ? 3 : 2};
+  float send[3] = {1, 2, 3};
+  void* out = NULL;
+  int64_t dim0;
+  assert_hvd_status(hvd_allgather(send, 2, shape, HVD_FLOAT32, &out, &dim0, NULL, "bad.cols", NULL),
+                    HVD_ERR_MISMATCH);
+  assert_non_null(strstr(hvd_last_error(), "bad.cols"));
+  assert_null(out);
+  /* Still works afterwards. */
+  int64_t ok_shape[1] = {1};
+  assert_hvd_ok(hvd_allgather(send, 1, ok_shape, HVD_FLOAT32, &out, &dim0, NULL, "after", NULL));
+  assert_int_equal(dim0, size);
+  hvd_free(out);
+}
+
+static void bad_arguments(void** state) {
+  (void)state;
+  int64_t shape[2] = {2, 2};
+  float send[4] = {0};
+  void* out;
+  int64_t dim0;
+  hvd_handle_t h;
+  assert_hvd_status(hvd_allgather(send, 0, shape, HVD_FLOAT32, &out, &dim0, NULL, "a", NULL),
+                    HVD_ERR_INVALID_ARGUMENT);
+  assert_hvd_status(hvd_allgather(send, 2, NULL, HVD_FLOAT32, &out, &dim0, NULL, "a", NULL),
+                    HVD_ERR_INVALID_ARGUMENT);
+  assert_hvd_status(hvd_allgather(NULL, 2, shape, HVD_FLOAT32, &out, &dim0, NULL, "a", NULL),
+                    HVD_ERR_INVALID_ARGUMENT);
+  assert_hvd_status(hvd_allgather(send, 2, shape, HVD_FLOAT32, NULL, &dim0, NULL, "a", NULL),
+                    HVD_ERR_INVALID_ARGUMENT);
+  assert_hvd_status(hvd_allgather(send, 2, shape, (hvd_dtype_t)77, &out, &dim0, NULL, "a", NULL),
+                    HVD_ERR_INVALID_ARGUMENT);
+  int64_t negative[2] = {-1, 2};
+  assert_hvd_status(hvd_allgather(send, 2, negative, HVD_FLOAT32, &out, &dim0, NULL, "a", NULL),
+                    HVD_ERR_INVALID_ARGUMENT);
+  assert_hvd_status(hvd_allgather_async(send, 2, shape, HVD_FLOAT32, &out, &dim0, NULL, "a", NULL, NULL),
+                    HVD_ERR_INVALID_ARGUMENT);
+  (void)h;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(every_dtype_uneven_rows), cmocka_unit_test(zero_rows_and_repeated_steps),
+      cmocka_unit_test(uses_options_allocator),  cmocka_unit_test(many_small_fused),
+      cmocka_unit_test(trailing_dims_mismatch),  cmocka_unit_test(bad_arguments),
+  };
+  return cmocka_run_group_tests_name("allgather", tests, tu_group_init, tu_group_shutdown);
+}

@@ -1,0 +1,98 @@
+/* Alltoall: even and uneven splits, every dtype, received splits, bad splits. */
+#include "test_util.h"
+
+/* Rank s sends (s + d) % 3 rows to rank d; element value encodes (s, d, i). */
+static int64_t split(int s, int d) { return (s + d) % 3; }
+static double value(int s, int d, int64_t i) { return (double)((s * 7 + d * 3 + i) % 50); }
+
+static void uneven_splits_every_dtype(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  enum { COLS = 2 };
+  for (int t = 0; t < NUM_DTYPES; ++t) {
+    hvd_dtype_t d = kAllDtypes[t];
+    int64_t splits[64], rows = 0;
+    for (int q = 0; q < size; ++q) rows += splits[q] = split(rank, q);
+    void* send = tu_alloc((size_t)(rows * COLS) * tu_dtype_size(d));
+    int64_t at = 0;
+    for (int q = 0; q < size; ++q)
+      for (int64_t i = 0; i < splits[q] * COLS; ++i, ++at) tu_set(send, d, at, value(rank, q, i));
+    int64_t shape[2] = {rows, COLS};
+    void* out = NULL;
+    int64_t dim0 = -1, recv_splits[64];
+    char name[32];
+    snprintf(name, sizeof name, "a2a.%d", t);
+    assert_hvd_ok(hvd_alltoall(send, 2, shape, d, splits, &out, &dim0, recv_splits, name, NULL));
+    at = 0;
+    for (int q = 0; q < size; ++q) {
+      assert_int_equal(recv_splits[q], split(q, rank));
+      for (int64_t i = 0; i < split(q, rank) * COLS; ++i, ++at) {
+        double want = value(q, rank, i);
+        if (d == HVD_BOOL) want = want != 0;
+        if (tu_get(out, d, at) != want)
+          fail_msg("dtype %d from %d [%lld]: %g != %g", (int)d, q, (long long)i, tu_get(out, d, at), want);
+      }
+    }
+    assert_int_equal(dim0 * COLS, at);
+    hvd_free(out);
+    free(send);
+  }
+}
+
+static void even_split_without_splits(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  int32_t* send = tu_alloc(sizeof(int32_t) * 2 * (size_t)size);
+  for (int q = 0; q < size; ++q) send[2 * q] = send[2 * q + 1] = rank * 100 + q;
+  int64_t shape[1] = {2 * size};
+  void* out = NULL;
+  int64_t dim0;
+  for (int step = 0; step < 3; ++step) {
+    assert_hvd_ok(hvd_alltoall(send, 1, shape, HVD_INT32, NULL, &out, &dim0, NULL, "even", NULL));
+    assert_int_equal(dim0, 2 * size);
+    for (int q = 0; q < size; ++q) assert_int_equal(((int32_t*)out)[2 * q + 1], q * 100 + rank);
+    hvd_free(out);
+  }
+  free(send);
+}
+
+static void bad_splits(void** state) {
+  (void)state;
+  const int size = hvd_size();
+  float send[8] = {0};
+  int64_t shape[1] = {size + 1};
+  void* out;
+  int64_t dim0;
+  if (size > 1)
+    assert_hvd_status(hvd_alltoall(send, 1, shape, HVD_FLOAT32, NULL, &out, &dim0, NULL, "x", NULL),
+                      HVD_ERR_INVALID_ARGUMENT);
+  int64_t splits[64] = {0};
+  splits[0] = size + 2; /* sums to more than shape[0] */
+  assert_hvd_status(hvd_alltoall(send, 1, shape, HVD_FLOAT32, splits, &out, &dim0, NULL, "x", NULL),
+                    HVD_ERR_INVALID_ARGUMENT);
+  splits[0] = -1;
+  assert_hvd_status(hvd_alltoall(send, 1, shape, HVD_FLOAT32, splits, &out, &dim0, NULL, "x", NULL),
+                    HVD_ERR_INVALID_ARGUMENT);
+}
+
+static void column_mismatch(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  if (size < 2) skip();
+  float send[64] = {0};
+  int64_t shape[2] = {size, rank == 0 ? 2 : 1};
+  void* out = NULL;
+  int64_t dim0;
+  assert_hvd_status(hvd_alltoall(send, 2, shape, HVD_FLOAT32, NULL, &out, &dim0, NULL, "cols", NULL),
+                    HVD_ERR_MISMATCH);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(uneven_splits_every_dtype),
+      cmocka_unit_test(even_split_without_splits),
+      cmocka_unit_test(bad_splits),
+      cmocka_unit_test(column_mismatch),
+  };
+  return cmocka_run_group_tests_name("alltoall", tests, tu_group_init, tu_group_shutdown);
+}

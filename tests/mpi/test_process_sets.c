@@ -1,0 +1,132 @@
+/* Process sets: static sets given at init, dynamic add/remove, queries, operations on
+ * a set, operations from non-members, removal of a set with the id never reused. */
+#include "test_util.h"
+
+static int group_init_with_static_sets(void** state) {
+  (void)state;
+  /* Set 1: even ranks; set 2: rank 0 alone. */
+  int evens[64], n = 0, size = 0;
+  /* hvd_size is unknown before init: read it from MPI's environment through a first
+     init/shutdown would be heavier; use PMI's variable set by Hydra. */
+  const char* env = getenv("PMI_SIZE");
+  size = env ? atoi(env) : 1;
+  for (int r = 0; r < size; r += 2) evens[n++] = r;
+  int zero[1] = {0};
+  const int* sets[2] = {evens, zero};
+  int sizes[2] = {n, 1};
+  return hvd_init_with_process_sets(2, sets, sizes) == HVD_SUCCESS ? 0 : -1;
+}
+
+static void static_sets_queries_and_allreduce(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  int32_t ids[8];
+  int count = 0;
+  assert_hvd_ok(hvd_process_set_ids(ids, 8, &count));
+  assert_int_equal(count, 3);
+  assert_int_equal(hvd_process_set_size(1), (size + 1) / 2);
+  assert_int_equal(hvd_process_set_included(1), rank % 2 == 0);
+  assert_int_equal(hvd_process_set_rank(1), rank % 2 == 0 ? rank / 2 : -1);
+  assert_int_equal(hvd_process_set_size(2), 1);
+  assert_int_equal(hvd_process_set_size(99), -1);
+
+  hvd_op_options_t opts;
+  hvd_op_options_init(&opts);
+  opts.process_set_id = 1;
+  int32_t v = rank + 1;
+  hvd_handle_t h;
+  if (rank % 2 == 0) {
+    assert_hvd_ok(hvd_allreduce_async(&v, &v, 1, HVD_INT32, HVD_OP_SUM, "evens", &opts, &h));
+    assert_hvd_ok(hvd_wait(h));
+    int32_t want = 0;
+    for (int r = 0; r < size; r += 2) want += r + 1;
+    assert_int_equal(v, want);
+  } else {
+    assert_hvd_status(hvd_allreduce_async(&v, &v, 1, HVD_INT32, HVD_OP_SUM, "evens", &opts, &h),
+                      HVD_ERR_INVALID_ARGUMENT);
+  }
+  /* The global set keeps working beside it. */
+  int32_t all = 1;
+  assert_hvd_ok(hvd_allreduce(&all, &all, 1, HVD_INT32, HVD_OP_SUM, "all"));
+  assert_int_equal(all, size);
+}
+
+static void dynamic_add_use_remove(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  if (size == 1) {
+    /* Alone, every possible set exists already (the global one). */
+    int zero[1] = {0};
+    int32_t id;
+    assert_hvd_status(hvd_add_process_set(zero, 1, &id), HVD_ERR_INVALID_ARGUMENT);
+    return;
+  }
+  for (int round = 0; round < 3; ++round) {
+    /* The last two ranks, listed unsorted (only the last one with 2 ranks, so the set
+       differs from the global one). */
+    int members[2] = {size - 1, size - 2};
+    int n = size > 2 ? 2 : 1;
+    int32_t id = -1;
+    assert_hvd_ok(hvd_add_process_set(members, n, &id));
+    assert_true(id >= 3);
+    assert_int_equal(hvd_process_set_size(id), n);
+    int ranks[2];
+    int nranks = 0;
+    assert_hvd_ok(hvd_process_set_ranks(id, ranks, 2, &nranks));
+    assert_int_equal(nranks, n);
+    assert_true(ranks[0] < ranks[n - 1] || n == 1);
+    /* The same ranks again: refused on every rank. */
+    int32_t dup = -1;
+    assert_hvd_status(hvd_add_process_set(members, n, &dup), HVD_ERR_INVALID_ARGUMENT);
+    if (hvd_process_set_included(id) == 1) {
+      hvd_op_options_t opts;
+      hvd_op_options_init(&opts);
+      opts.process_set_id = id;
+      int64_t shape[1] = {1};
+      int64_t mine = rank;
+      void* out = NULL;
+      int64_t dim0;
+      assert_hvd_ok(hvd_allgather(&mine, 1, shape, HVD_INT64, &out, &dim0, NULL, "members", &opts));
+      assert_int_equal(dim0, n);
+      assert_int_equal(((int64_t*)out)[n - 1], size - 1);
+      hvd_free(out);
+      assert_hvd_ok(hvd_barrier(id));
+    }
+    assert_hvd_ok(hvd_remove_process_set(id));
+    assert_int_equal(hvd_process_set_size(id), -1);
+    assert_hvd_status(hvd_remove_process_set(id), HVD_ERR_INVALID_ARGUMENT);
+  }
+  assert_hvd_status(hvd_remove_process_set(0), HVD_ERR_INVALID_ARGUMENT);
+}
+
+static void bad_add_arguments(void** state) {
+  (void)state;
+  const int size = hvd_size();
+  int32_t id;
+  int out_of_range[1] = {size};
+  assert_hvd_status(hvd_add_process_set(out_of_range, 1, &id), HVD_ERR_INVALID_ARGUMENT);
+  int twice[2] = {0, 0};
+  assert_hvd_status(hvd_add_process_set(twice, 2, &id), HVD_ERR_INVALID_ARGUMENT);
+  assert_hvd_status(hvd_add_process_set(NULL, 1, &id), HVD_ERR_INVALID_ARGUMENT);
+  assert_hvd_status(hvd_add_process_set(twice, 1, NULL), HVD_ERR_INVALID_ARGUMENT);
+}
+
+static void ranks_that_disagree_get_mismatch(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  if (size < 2) skip();
+  int members[1] = {rank == 0 ? 0 : 1};
+  int32_t id = -1;
+  assert_hvd_status(hvd_add_process_set(members, 1, &id), HVD_ERR_MISMATCH);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(static_sets_queries_and_allreduce),
+      cmocka_unit_test(dynamic_add_use_remove),
+      cmocka_unit_test(bad_add_arguments),
+      cmocka_unit_test(ranks_that_disagree_get_mismatch),
+  };
+  return cmocka_run_group_tests_name("process_sets", tests, group_init_with_static_sets,
+                                     tu_group_shutdown);
+}
