@@ -22,6 +22,8 @@ Error allreduce_request(Runtime& rt, const void* sendbuf, void* recvbuf, int64_t
   if (!(err = check_buffer(recvbuf, bytes, "recvbuf")).ok()) return err;
   std::string resolved;
   if (!(err = resolve_name(rt, name, "allreduce", &resolved)).ok()) return err;
+  if (!(err = check_placement(sendbuf, opts.device, resolved, "sendbuf")).ok()) return err;
+  if (!(err = check_placement(recvbuf, opts.device, resolved, "recvbuf")).ok()) return err;
   *out = make_request(resolved, opts, OpType::Allreduce, dtype);
   out->spec.reduce_op = op;
   out->spec.shape = {count};
@@ -135,6 +137,7 @@ HVD_API hvd_status_t hvd_broadcast_async(void* buffer, int64_t count, hvd_dtype_
                   set->size() - 1);
     std::string resolved;
     HVD_TRY(resolve_name(*rt, name, "broadcast", &resolved));
+    HVD_TRY(check_placement(buffer, opts.device, resolved, "buffer"));
     std::vector<Request> requests(1);
     Request& r = requests[0];
     r = make_request(resolved, opts, OpType::Broadcast, dtype);

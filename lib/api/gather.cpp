@@ -34,6 +34,7 @@ Error shaped_request(Runtime& rt, OpType op, const void* sendbuf, int ndim, cons
   if (!(err = check_buffer(sendbuf, bytes, "sendbuf")).ok()) return err;
   std::string resolved;
   if (!(err = resolve_name(rt, name, op_type_name(op), &resolved)).ok()) return err;
+  if (!(err = check_placement(sendbuf, opts.device, resolved, "sendbuf")).ok()) return err;
   *out = make_request(resolved, opts, op, dtype);
   out->spec.shape.assign(shape, shape + ndim);
   out->send = sendbuf;
@@ -170,6 +171,7 @@ HVD_API hvd_status_t hvd_reducescatter_async(const void* sendbuf, void* recvbuf,
     int64_t row = elements_of(ndim - 1, shape + 1);
     int64_t mine = hvd_reducescatter_rows(shape[0], set->my_set_rank, set->size()) * row;
     HVD_TRY(check_buffer(recvbuf, mine * static_cast<int64_t>(dtype_size(dtype)), "recvbuf"));
+    HVD_TRY(check_placement(recvbuf, opts.device, r.name, "recvbuf"));
     r.spec.reduce_op = op;
     r.recv = recvbuf;
     return finish(enqueue(*rt, std::move(requests), handle));

@@ -7,6 +7,7 @@
 #include "core/dtype.h"
 #include "core/enqueue.h"
 #include "core/wire.h"
+#include "ops/device/device_runtime.h"
 #include "hvd_build_config.h"
 
 namespace hvd {
@@ -89,6 +90,12 @@ Error check_count(int64_t count, hvd_dtype_t dtype) {
     return make_error(HVD_ERR_INVALID_ARGUMENT, "count %lld is too large to address",
                       static_cast<long long>(count));
   return Error::success();
+}
+
+Error check_placement(const void* buffer, int32_t device, const std::string& name, const char* what) {
+  if (device == HVD_DEVICE_CPU || !buffer) return Error::success();
+  std::string text = "tensor '" + name + "' " + what;
+  return check_pointer(buffer, device, text.c_str());
 }
 
 Error check_shape(int ndim, const int64_t* shape, hvd_dtype_t dtype) {

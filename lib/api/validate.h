@@ -30,6 +30,9 @@ Error check_dtype(hvd_dtype_t dtype);
 Error check_reduce_op(hvd_reduce_op_t op, hvd_dtype_t dtype, const OpOptions& options);
 Error check_buffer(const void* buffer, int64_t bytes, const char* what);
 Error check_count(int64_t count, hvd_dtype_t dtype);
+// For a device operation, that the buffer is memory of that device (where CUDA can
+// tell). Host operations are not checked: asking CUDA costs a call per tensor.
+Error check_placement(const void* buffer, int32_t device, const std::string& name, const char* what);
 Error check_shape(int ndim, const int64_t* shape, hvd_dtype_t dtype);
 Error check_handle_out(const hvd_handle_t* handle);
 // The process set, and that this rank is a member of it.

@@ -48,6 +48,8 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
                        runtime.local_rank == 0 ? runtime.cross : MPI_COMM_NULL},
             runtime.params.allreduce_chunk_bytes, &runtime.counters) {
   executor_.set_hierarchical(&hier_);
+  controller_.set_timeline(&process_timeline());
+  executor_.set_timeline(&process_timeline());
   executor_.use_hierarchical(rt_.params.hierarchical_allreduce);
   if (rt_.params.hierarchical_allreduce && hier_.useful() && !rt_.homogeneous && rt_.rank == 0)
     HVD_LOG(Warning,
@@ -67,6 +69,33 @@ void BackgroundLoop::complete(Request&& request, const Error& result) {
   if (request.handle) request.handle->complete(result);
 }
 
+void BackgroundLoop::start_device() {
+  if (rt_.gpu_device < 0) {
+    executor_.set_device(nullptr, "this rank has no GPU (" +
+                                      (rt_.pin.notes.empty() ? std::string("none was found")
+                                                             : rt_.pin.notes) + ")");
+    return;
+  }
+  Error err = DeviceEngine::create(rt_.gpu_device, rt_.params.gpu_operations, &host_,
+                                   &rt_.counters, &device_);
+  // NCCL communicators are made collectively; a rank whose engine failed must still
+  // answer, so every set goes through process_set_added on every rank with an engine.
+  if (err.ok()) {
+    for (auto& set : rt_.sets.all()) {
+      Error added = device_->process_set_added(*set);
+      if (!added.ok()) err = added;
+    }
+  }
+  if (!err.ok()) {
+    HVD_LOG(Debug, "device operations unavailable: %s", err.message.c_str());
+    device_.reset();
+    executor_.set_device(nullptr, "the device engine could not start: " + err.message);
+    return;
+  }
+  HVD_LOG(Debug, "device engine on GPU %d: %s", rt_.gpu_device, device_->description().c_str());
+  executor_.set_device(device_.get(), "");
+}
+
 Error BackgroundLoop::administer(const Response& response, Request* local) {
   if (response.spec.op == OpType::ProcessSetAdd) {
     std::vector<int> ranks(response.spec.splits.begin(), response.spec.splits.end());
@@ -78,6 +107,7 @@ Error BackgroundLoop::administer(const Response& response, Request* local) {
     auto set = make_process_set(rt_.sets.next_id(), ranks, rt_.world, rt_.rank, rt_.size);
     if (set->comm != MPI_COMM_NULL) MPI_Comm_set_errhandler(set->comm, MPI_ERRORS_RETURN);
     Error err = host_.process_set_added(*set);
+    if (err.ok() && device_) err = device_->process_set_added(*set);
     if (!err.ok()) {
       if (set->comm != MPI_COMM_NULL) MPI_Comm_free(&set->comm);
       return err;
@@ -96,6 +126,7 @@ Error BackgroundLoop::administer(const Response& response, Request* local) {
                           "process set %d was removed while this operation was pending", id);
   for (Request& r : controller_.drop_process_set(id)) complete(std::move(r), gone);
   host_.process_set_removed(*set);
+  if (device_) device_->process_set_removed(*set);
   if (set->comm != MPI_COMM_NULL) MPI_Comm_free(&set->comm);
   HVD_LOG(Debug, "process set %d removed", id);
   return Error::success();
@@ -143,6 +174,18 @@ void BackgroundLoop::wait_for_round() {
   const int64_t poll_us = rt_.params.poll_us;
   const int64_t idle_poll_us = rt_.params.idle_poll_ms * 1000;
   const double deadline = last_round_end_ + rt_.params.cycle_time_ms * 1e-3;
+  // Just after activity the next request usually follows within microseconds (a
+  // training step's next tensor, a loop's next call): poll briefly instead of paying
+  // a sleep and a wake-up. Idle for longer, the thread sleeps.
+  const double spin_until = last_progress_ + rt_.params.spin_us * 1e-6;
+  while (now_seconds() < spin_until) {
+    if (rt_.queue.ready() || controller_.has_unannounced()) {
+      ring_doorbells();
+      return;
+    }
+    if (poll_doorbell()) return;
+    if (mode_ == Mode::Waiting && now_seconds() >= deadline) return;
+  }
   while (true) {
     if (poll_doorbell()) return;
     if (rt_.rank == 0) inspect_stalls();
@@ -199,6 +242,7 @@ void BackgroundLoop::inspect_stalls() {
 }
 
 Error BackgroundLoop::run_round(bool* shutdown) {
+  process_timeline().mark_cycle();
   std::vector<Request> fresh;
   rt_.queue.drain(&fresh);
   if (!fresh.empty()) controller_.intake(std::move(fresh));
@@ -240,7 +284,14 @@ Error BackgroundLoop::run_round(bool* shutdown) {
 
   std::vector<Response> ready = controller_.take_ready();
   if (!ready.empty()) {
+    Timeline& timeline = process_timeline();
+    if (timeline.enabled())
+      for (const Response& r : ready) timeline.negotiate_end(r.key);
     for (const Batch& batch : plan_batches(ready, fusion_)) executor_.run(batch, ready, controller_);
+    if (timeline.enabled())
+      timeline.counters("traffic_bytes", static_cast<int64_t>(rt_.counters.local_bytes.load()),
+                        static_cast<int64_t>(rt_.counters.cross_bytes.load()),
+                        static_cast<int64_t>(rt_.counters.global_bytes.load()));
   }
 
   *shutdown = flags.shutdown;
@@ -248,11 +299,15 @@ Error BackgroundLoop::run_round(bool* shutdown) {
   mode_ = !flags.any_busy ? Mode::Idle : progress ? Mode::Continue : Mode::Waiting;
   ++round_;
   last_round_end_ = now_seconds();
+  if (progress) last_progress_ = last_round_end_;
   return Error::success();
 }
 
 void BackgroundLoop::run() {
   prctl(PR_SET_TIMERSLACK, 1UL);  // short naps must be short
+  Error pinned = pin_background_thread(rt_.pin);
+  if (!pinned.ok()) HVD_LOG(Warning, "background thread pinning skipped: %s", pinned.message.c_str());
+  start_device();
   MPI_Irecv(&doorbell_value_, 1, MPI_INT64_T, MPI_ANY_SOURCE, kDoorbellTag, rt_.control,
             &doorbell_request_);
   Error exit_reason = make_error(HVD_ERR_SHUT_DOWN, "libhvd was shut down");

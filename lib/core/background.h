@@ -23,6 +23,7 @@
 #include "core/execute.h"
 #include "core/runtime.h"
 #include "fusion/planner.h"
+#include "ops/device/device_engine.h"
 #include "ops/mpi/mpi_backend.h"
 
 namespace hvd {
@@ -48,6 +49,8 @@ class BackgroundLoop {
   void complete(Request&& request, const Error& result);
   // Runs process-set changes (collective over the world, in negotiated order).
   Error administer(const Response& response, Request* local);
+  // Creates the device engine on this thread when the rank has a GPU.
+  void start_device();
   void fail_everything(const Error& error);
 
   Runtime& rt_;
@@ -55,10 +58,12 @@ class BackgroundLoop {
   MpiBackend host_;
   Executor executor_;
   HierarchicalAllreduce hier_;
+  std::unique_ptr<DeviceEngine> device_;
   FusionConfig fusion_;
   Mode mode_ = Mode::Idle;
   int64_t round_ = 0;
   double last_round_end_ = 0;
+  double last_progress_ = 0;  // end of the last round that ran or negotiated something
 
   MPI_Request doorbell_request_ = MPI_REQUEST_NULL;
   int64_t doorbell_value_ = 0;

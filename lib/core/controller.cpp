@@ -180,6 +180,10 @@ Error Controller::apply_messages(const std::vector<uint8_t>& data, const std::ve
       }
       if (a.have[set_rank]) continue;
       a.have[set_rank] = 1;
+      if (timeline_ && timeline_->enabled()) {
+        if (fresh) timeline_->negotiate_start(key, op_type_label(e.spec.op));
+        timeline_->negotiate_rank_ready(key, rank);
+      }
       a.specs[set_rank] = std::move(e.spec);
       ++a.count;
       if (try_complete(key, a, *set)) table_.erase(it);

@@ -20,6 +20,7 @@
 #include "core/response.h"
 #include "core/response_cache.h"
 #include "core/wire.h"
+#include "timeline/timeline.h"
 
 namespace hvd {
 
@@ -75,6 +76,9 @@ class Controller {
 
   ResponseCache& cache() { return cache_; }
 
+  // Where negotiation progress is recorded (may be nullptr).
+  void set_timeline(Timeline* timeline) { timeline_ = timeline; }
+
   // Local requests that can never run: a non-allreduce operation pending in the cache
   // on a process set with a joined rank (that rank will not submit it). Completed by
   // the caller with the error.
@@ -118,6 +122,7 @@ class Controller {
   std::vector<std::string> table_order_;   // keys in first-seen order, for the inspector
   std::vector<WireEntry> decisions_;       // coordinator's timeouts to send
   std::vector<Response> ready_;
+  Timeline* timeline_ = nullptr;
 
   // Join (global): which world ranks have joined, in the order their announcements
   // were applied, identical on every rank.

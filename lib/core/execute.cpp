@@ -38,24 +38,44 @@ void Executor::run(const Batch& batch, const std::vector<Response>& responses,
   std::vector<Request*> locals;
   for (size_t i : batch.items) locals.push_back(controller.find_local(responses[i].key));
 
+  tracing_ = timeline_ && timeline_->enabled() && set && set->member();
+  if (tracing_) {
+    batch_keys_.clear();
+    for (size_t i : batch.items) {
+      batch_keys_.push_back(responses[i].key);
+      timeline_->op_start(responses[i].key, op_type_label(responses[i].spec.op),
+                          batch.bytes / static_cast<int64_t>(batch.items.size()));
+    }
+  }
+
   Error result;
   if (!first.error.ok()) {
     result = first.error;
   } else if (!set || !set->member()) {
     return;  // not ours: the members run it
-  } else if (first.spec.device != HVD_DEVICE_CPU) {
-    result = make_error(HVD_ERR_UNSUPPORTED,
-                        "tensor '%s' is in device memory, and this build of libhvd has no "
-                        "device backend enabled",
-                        first.name.c_str());
+  } else if (first.spec.device != HVD_DEVICE_CPU && first.spec.op != OpType::Join &&
+             first.spec.op != OpType::Barrier) {
+    result = dispatch_device(batch, responses, locals, *set);
   } else {
     result = dispatch(batch, responses, locals, *set);
+  }
+  if (tracing_) {
+    for (const std::string& key : batch_keys_)
+      timeline_->op_end(key, result.ok() ? std::string_view("OK") : std::string_view(result.message));
   }
   for (size_t k = 0; k < batch.items.size(); ++k) {
     Request request;
     if (controller.take_local(responses[batch.items[k]].key, &request))
       complete_(std::move(request), result);
   }
+}
+
+void Executor::activity_start(const char* activity) {
+  if (tracing_) timeline_->activity_start(batch_keys_, activity);
+}
+
+void Executor::activity_end() {
+  if (tracing_) timeline_->activity_end(batch_keys_);
 }
 
 Error Executor::dispatch(const Batch& batch, const std::vector<Response>& responses,
@@ -99,9 +119,15 @@ Error Executor::reduce(const void* send, void* recv, int64_t count, hvd_dtype_t 
                         hvd_reduce_op_t op, const ProcessSet& set) {
   if (use_hier_ && hier_ && set.id == 0 && hier_->useful()) {
     if (send != recv) copy_scaled(recv, send, count, dtype, 1.0);
-    return hier_->allreduce(recv, count, dtype, op);
+    activity_start("HIERARCHICAL_ALLREDUCE");
+    Error err = hier_->allreduce(recv, count, dtype, op);
+    activity_end();
+    return err;
   }
-  return host_->allreduce(send, recv, count, dtype, op, set);
+  activity_start("MPI_ALLREDUCE");
+  Error err = host_->allreduce(send, recv, count, dtype, op, set);
+  activity_end();
+  return err;
 }
 
 Error Executor::allreduce_single(const Response& r, Request* local, const ProcessSet& set) {
@@ -129,6 +155,7 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
   const size_t esize = dtype_size(spec.dtype);
   unsigned char* buffer = fusion_buffer(static_cast<size_t>(batch.bytes)).data();
 
+  activity_start("MEMCPY_IN_FUSION_BUFFER");
   size_t offset = 0;
   for (size_t k = 0; k < batch.items.size(); ++k) {
     const int64_t count = responses[batch.items[k]].spec.num_elements();
@@ -139,10 +166,12 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
       std::memset(buffer + offset, 0, bytes);
     offset += bytes;
   }
+  activity_end();
   const int64_t total = static_cast<int64_t>(offset / esize);
   Error err = reduce(buffer, buffer, total, spec.dtype, transport_op(spec.reduce_op), set);
   if (!err.ok()) return err;
   const int divisor = divisor_of(spec, set);
+  activity_start("MEMCPY_OUT_FUSION_BUFFER");
   offset = 0;
   for (size_t k = 0; k < batch.items.size(); ++k) {
     const int64_t count = responses[batch.items[k]].spec.num_elements();
@@ -150,6 +179,7 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
       copy_averaged(locals[k]->recv, buffer + offset, count, spec.dtype, divisor, spec.postscale);
     offset += static_cast<size_t>(count) * esize;
   }
+  activity_end();
   return Error::success();
 }
 

@@ -12,8 +12,11 @@
 #include "fusion/planner.h"
 #include "ops/backend.h"
 #include "ops/hier/hier_allreduce.h"
+#include "timeline/timeline.h"
 
 namespace hvd {
+
+class DeviceEngine;
 
 class Executor {
  public:
@@ -30,10 +33,18 @@ class Executor {
   // made per round from parameters that are equal on every rank.
   void set_hierarchical(HierarchicalAllreduce* hier) { hier_ = hier; }
   void use_hierarchical(bool on) { use_hier_ = on; }
+  // The device engine (nullptr: none, and why_not says why device tensors fail).
+  void set_timeline(Timeline* timeline) { timeline_ = timeline; }
+  void set_device(DeviceEngine* engine, std::string why_not) {
+    device_ = engine;
+    device_error_ = std::move(why_not);
+  }
 
  private:
   Error dispatch(const Batch& batch, const std::vector<Response>& responses,
                  const std::vector<Request*>& locals, const ProcessSet& set);
+  Error dispatch_device(const Batch& batch, const std::vector<Response>& responses,
+                        const std::vector<Request*>& locals, const ProcessSet& set);
   Error allreduce_single(const Response& r, Request* local, const ProcessSet& set);
   Error allreduce_fused(const Batch& batch, const std::vector<Response>& responses,
                         const std::vector<Request*>& locals, const ProcessSet& set);
@@ -43,6 +54,8 @@ class Executor {
   Error alltoall(const Response& r, Request* local, const ProcessSet& set);
   Error reducescatter(const Response& r, Request* local, const ProcessSet& set);
   void* scratch(size_t bytes, bool zero);
+  void activity_start(const char* activity);
+  void activity_end();
   // recv = reduction of send over the set, flat or hierarchical.
   Error reduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
                const ProcessSet& set);
@@ -54,6 +67,11 @@ class Executor {
   Admin admin_;
   HierarchicalAllreduce* hier_ = nullptr;
   bool use_hier_ = false;
+  DeviceEngine* device_ = nullptr;
+  Timeline* timeline_ = nullptr;
+  std::vector<std::string> batch_keys_;  // the running batch's tensors, for the timeline
+  bool tracing_ = false;                 // the timeline records this batch
+  std::string device_error_ = "this rank has no usable GPU";
   std::vector<unsigned char> fusion_buffer_;
   std::vector<unsigned char> scratch_;
 };

@@ -19,6 +19,21 @@ const char* op_type_name(OpType op) {
   return "unknown";
 }
 
+const char* op_type_label(OpType op) {
+  switch (op) {
+    case OpType::Allreduce: return "ALLREDUCE";
+    case OpType::Broadcast: return "BROADCAST";
+    case OpType::Allgather: return "ALLGATHER";
+    case OpType::Alltoall: return "ALLTOALL";
+    case OpType::Reducescatter: return "REDUCESCATTER";
+    case OpType::Barrier: return "BARRIER";
+    case OpType::Join: return "JOIN";
+    case OpType::ProcessSetAdd: return "ADD_PROCESS_SET";
+    case OpType::ProcessSetRemove: return "REMOVE_PROCESS_SET";
+  }
+  return "UNKNOWN";
+}
+
 int64_t TensorSpec::num_elements() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;

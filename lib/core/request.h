@@ -25,6 +25,8 @@ enum class OpType : uint8_t {
 };
 constexpr int kNumOpTypes = static_cast<int>(OpType::ProcessSetRemove) + 1;
 const char* op_type_name(OpType op);
+// The name in capitals, as the timeline shows it ("ALLREDUCE").
+const char* op_type_label(OpType op);
 
 struct TensorSpec {
   OpType op = OpType::Allreduce;

@@ -5,6 +5,7 @@
 
 #include "core/background.h"
 #include "core/log.h"
+#include "timeline/timeline.h"
 #include "ops/mpi/mpi_backend.h"
 #include "ops/mpi/mpi_types.h"
 
@@ -126,6 +127,14 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
   if (rt->rank == 0)
     for (const std::string& w : warnings) HVD_LOG(Warning, "%s", w.c_str());
 
+  // Placement problems (an unreadable topology file, a binding not allowed) are
+  // reported and the job runs unpinned rather than failing.
+  Error pinned = pin_this_rank(rt->params, rt->local_rank, rt->local_size, &rt->pin);
+  if (!pinned.ok()) HVD_LOG(Warning, "GPU/CPU pinning skipped: %s", pinned.message.c_str());
+  if (!rt->pin.log.empty()) HVD_LOG(Info, "%s", rt->pin.log.c_str());
+  if (!rt->pin.notes.empty()) HVD_LOG(Debug, "%s", rt->pin.notes.c_str());
+  rt->gpu_device = rt->pin.device;
+
   for (size_t i = 0; i < static_sets.size(); ++i) {
     if (static_sets[i].back() >= rt->size) {
       rt->free_comms();
@@ -144,6 +153,13 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
                                 rt->size);
     if (set->comm != MPI_COMM_NULL) MPI_Comm_set_errhandler(set->comm, MPI_ERRORS_RETURN);
     rt->sets.add(set);
+  }
+
+  // HOROVOD_TIMELINE: rank 0 records, as Horovod's coordinator does.
+  if (!rt->params.timeline.empty() && rt->rank == 0) {
+    std::string why;
+    if (!process_timeline().start(rt->params.timeline, rt->params.timeline_mark_cycles, &why))
+      HVD_LOG(Warning, "HOROVOD_TIMELINE: %s; running without a timeline", why.c_str());
   }
 
   rt->loop = std::make_unique<BackgroundLoop>(*rt);
@@ -170,6 +186,7 @@ Error runtime_shutdown() {
   rt->queue.poke();
   if (rt->thread.joinable()) rt->thread.join();
   rt->loop.reset();
+  process_timeline().stop();
   // The background thread has ended, so this thread may call MPI now. Users that
   // still hold the runtime only see the closed queue.
   rt->free_comms();

@@ -16,6 +16,7 @@
 #include "core/process_sets.h"
 #include "core/tensor_queue.h"
 #include "ops/backend.h"
+#include "topo/pin.h"
 
 namespace hvd {
 
@@ -34,6 +35,7 @@ struct Runtime {
   int num_nodes = 1;          // equal on every rank
   int max_local_size = 1;     // equal on every rank
   int gpu_device = -1;
+  PinResult pin;  // GPU and CPU placement chosen at init
 
   ProcessSetTable sets;
   TensorQueue queue;

@@ -29,6 +29,7 @@ Error TensorQueue::push(std::vector<Request>&& requests) {
       in_flight_.insert(key_of(r.spec.process_set, r.name));
       queue_.push_back(std::move(r));
     }
+    signalled_.store(true, std::memory_order_release);
   }
   cv_.notify_one();
   return Error::success();
@@ -37,6 +38,7 @@ Error TensorQueue::push(std::vector<Request>&& requests) {
 void TensorQueue::drain(std::vector<Request>* out) {
   std::lock_guard<std::mutex> lock(mutex_);
   poked_ = false;
+  signalled_.store(false, std::memory_order_release);
   for (Request& r : queue_) out->push_back(std::move(r));
   queue_.clear();
 }
@@ -59,6 +61,7 @@ void TensorQueue::poke() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     poked_ = true;
+    signalled_.store(true, std::memory_order_release);
   }
   cv_.notify_one();
 }

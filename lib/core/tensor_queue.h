@@ -3,6 +3,7 @@
 // the wake-up of the background thread.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <string>
@@ -29,6 +30,9 @@ class TensorQueue {
   // Returns true if there was something to do (queue non-empty or poked).
   bool wait(int64_t timeout_us);
   void poke();
+  // Lock-free check for the background thread's short spin: true when wait() would
+  // return at once.
+  bool ready() const { return signalled_.load(std::memory_order_acquire); }
 
   // Rejects further pushes with HVD_ERR_SHUT_DOWN; drain() still returns what is left.
   void close(const std::string& reason);
@@ -42,6 +46,7 @@ class TensorQueue {
   std::vector<Request> queue_;
   std::unordered_set<std::string> in_flight_;
   bool poked_ = false;
+  std::atomic<bool> signalled_{false};  // queue non-empty or poked
   bool closed_ = false;
   std::string close_reason_;
 };

@@ -1,0 +1,1 @@
+"""horovod.common on libhvd (the parts that training scripts import)."""

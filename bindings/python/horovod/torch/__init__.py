@@ -1,0 +1,4 @@
+"""horovod.torch on libhvd: everything hvd.torch provides, under Horovod's names."""
+from hvd.torch import *  # noqa: F401,F403 - the whole API is the point
+from hvd.torch import (Compression, DistributedOptimizer, HorovodInternalError,  # noqa: F401
+                       ProcessSet, global_process_set)

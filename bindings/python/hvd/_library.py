@@ -1,0 +1,63 @@
+"""Finds and loads libhvd.
+
+Search order: the HVD_LIBRARY environment variable (a file path), the library
+installed beside this package (recorded at install time in _install_paths.py), a
+build tree next to the source checkout, then the system's dynamic loader. The library
+is opened with RTLD_GLOBAL so that MPI's dynamically loaded plugins can resolve MPI
+symbols, and so that mpi4py and libhvd share one MPI.
+"""
+import ctypes
+import ctypes.util
+import glob
+import os
+
+_SONAME = "libhvd.so.0"
+
+
+def _installed_candidates():
+    try:
+        from . import _install_paths  # written by meson install
+    except ImportError:
+        return []
+    return [os.path.join(_install_paths.LIBDIR, _SONAME)]
+
+
+def _build_tree_candidates():
+    # bindings/python/hvd -> repository root; any meson build directory in it.
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+    return sorted(glob.glob(os.path.join(root, "build*", "lib", _SONAME)))
+
+
+def candidate_paths():
+    """Paths tried, in order (the last entries are names for the system loader)."""
+    paths = []
+    env = os.environ.get("HVD_LIBRARY")
+    if env:
+        return [env]
+    paths += _installed_candidates()
+    paths += [os.path.join(os.path.dirname(__file__), _SONAME)]
+    paths += _build_tree_candidates()
+    system = ctypes.util.find_library("hvd")
+    paths += [system] if system else []
+    paths += [_SONAME]
+    return paths
+
+
+def load():
+    """Returns the loaded ctypes.CDLL, or raises ImportError listing what was tried."""
+    tried = []
+    env_set = bool(os.environ.get("HVD_LIBRARY"))
+    for path in candidate_paths():
+        is_file_path = os.sep in path
+        if is_file_path and not os.path.exists(path):
+            tried.append(f"{path} (no such file)")
+            continue
+        try:
+            return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        except OSError as exc:
+            tried.append(f"{path} ({exc})")
+            if env_set:
+                break
+    raise ImportError(
+        "hvd: cannot load libhvd. Set HVD_LIBRARY to the path of libhvd.so, or install "
+        "libhvd (meson install). Tried: " + "; ".join(tried))

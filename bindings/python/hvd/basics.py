@@ -1,0 +1,309 @@
+"""Life cycle, rank queries, process sets, synchronization, timeline and build queries.
+
+Framework-independent: the numpy and torch layers both re-export these.
+"""
+import ctypes
+
+from ._capi import Counters, lib, HVD_DEVICE_CPU, HVD_GLOBAL_PROCESS_SET
+from .errors import check
+
+# Reduction operations, numbered as Horovod numbers them.
+Average, Sum, Adasum, Min, Max, Product = range(6)
+
+
+class ProcessSet:
+    """A subset of the global ranks that collectives can run on (Horovod's class).
+
+    Create it with the member ranks, then register it with add_process_set() (or pass
+    it to init(process_sets=...)); `process_set_id` is None until then.
+    """
+
+    def __init__(self, ranks):
+        ranks = sorted(int(r) for r in ranks)
+        if len(set(ranks)) != len(ranks):
+            raise ValueError(f"process set ranks must be distinct, got {ranks}")
+        self.ranks = ranks
+        self.process_set_id = None
+
+    def _id(self):
+        if self.process_set_id is None:
+            raise ValueError("this ProcessSet is not registered: call hvd.add_process_set(ps) "
+                             "or pass it to hvd.init(process_sets=[...]) first")
+        return self.process_set_id
+
+    def size(self):
+        """Number of ranks in the set; None when not initialized or unknown."""
+        n = lib.hvd_process_set_size(self._id())
+        return None if n < 0 else n
+
+    def rank(self):
+        """This process's rank within the set; None when not a member."""
+        r = lib.hvd_process_set_rank(self._id())
+        return None if r < 0 else r
+
+    def included(self):
+        """True if this process is a member of the set."""
+        return lib.hvd_process_set_included(self._id()) == 1
+
+    def __repr__(self):
+        return f"ProcessSet(process_set_id={self.process_set_id}, ranks={self.ranks})"
+
+
+class _GlobalProcessSet(ProcessSet):
+    """Set 0: every rank. Its ranks are known only after init."""
+
+    def __init__(self):
+        self.process_set_id = HVD_GLOBAL_PROCESS_SET
+
+    @property
+    def ranks(self):
+        n = lib.hvd_size()
+        return list(range(n)) if n > 0 else []
+
+    def __repr__(self):
+        return "global_process_set"
+
+
+global_process_set = _GlobalProcessSet()
+
+
+def process_set_id(process_set):
+    """The id to pass to libhvd for a ProcessSet, an int id, or None (global)."""
+    if process_set is None:
+        return HVD_GLOBAL_PROCESS_SET
+    if isinstance(process_set, ProcessSet):
+        return process_set._id()
+    if isinstance(process_set, int):
+        return process_set
+    raise TypeError(f"process_set must be a ProcessSet or an int id, not {type(process_set)}")
+
+
+def init(comm=None, process_sets=None):
+    """Initializes libhvd (idempotent).
+
+    comm: None for MPI_COMM_WORLD, or an mpi4py communicator (or a list of world
+    ranks, as Horovod accepts) to run libhvd on a subset of the processes. MPI must then
+    be initialized with at least MPI_THREAD_SERIALIZED, as mpi4py does by default.
+    process_sets: ProcessSet objects to create at start-up; they get ids 1, 2, ...
+    """
+    if comm is not None and process_sets:
+        raise ValueError("init: comm and process_sets cannot be combined")
+    if comm is None:
+        if process_sets:
+            _init_with_sets(process_sets)
+        else:
+            check(lib.hvd_init(), "hvd_init")
+        return
+    if isinstance(comm, (list, tuple)):
+        _init_on_world_ranks(list(comm))
+        return
+    if not hasattr(comm, "py2f"):
+        raise TypeError("init: comm must be an mpi4py communicator (with py2f()) or a list "
+                        f"of ranks, not {type(comm).__name__}")
+    check(lib.hvd_init_comm_f(comm.py2f()), "hvd_init_comm_f")
+
+
+def _init_with_sets(process_sets):
+    sets = [ps if isinstance(ps, ProcessSet) else ProcessSet(ps) for ps in process_sets]
+    arrays = [(ctypes.c_int * len(ps.ranks))(*ps.ranks) for ps in sets]
+    ptrs = (ctypes.POINTER(ctypes.c_int) * len(sets))(
+        *[ctypes.cast(a, ctypes.POINTER(ctypes.c_int)) for a in arrays])
+    counts = (ctypes.c_int * len(sets))(*[len(ps.ranks) for ps in sets])
+    check(lib.hvd_init_with_process_sets(len(sets), ptrs, counts), "hvd_init_with_process_sets")
+    for i, ps in enumerate(sets):
+        ps.process_set_id = i + 1
+
+
+def _init_on_world_ranks(ranks):
+    # Horovod's init(comm=[ranks]): a communicator of those world ranks, through mpi4py.
+    from mpi4py import MPI
+    world = MPI.COMM_WORLD
+    member = world.Get_rank() in ranks
+    sub = world.Split(0 if member else MPI.UNDEFINED, world.Get_rank())
+    if not member:
+        raise ValueError(f"init: this rank ({world.Get_rank()}) is not in {ranks}")
+    try:
+        init(comm=sub)
+    finally:
+        sub.Free()
+
+
+def shutdown():
+    """Stops libhvd; pending operations fail with ShutDownError. Safe to repeat."""
+    check(lib.hvd_shutdown(), "hvd_shutdown")
+
+
+def is_initialized():
+    return lib.hvd_is_initialized() == 1
+
+
+def _query(fn, what):
+    value = fn()
+    if value < 0:
+        from .errors import error_for
+        raise error_for(1, what, f"{what}() called before hvd.init()")
+    return value
+
+
+def rank():
+    return _query(lib.hvd_rank, "rank")
+
+
+def size():
+    return _query(lib.hvd_size, "size")
+
+
+def local_rank():
+    return _query(lib.hvd_local_rank, "local_rank")
+
+
+def local_size():
+    return _query(lib.hvd_local_size, "local_size")
+
+
+def cross_rank():
+    return _query(lib.hvd_cross_rank, "cross_rank")
+
+
+def cross_size():
+    return _query(lib.hvd_cross_size, "cross_size")
+
+
+def is_homogeneous():
+    return _query(lib.hvd_is_homogeneous, "is_homogeneous") == 1
+
+
+def gpu_device():
+    """The CUDA device this rank was pinned to, or -1."""
+    return lib.hvd_gpu_device()
+
+
+# --- process sets -------------------------------------------------------------------
+
+def add_process_set(process_set):
+    """Registers a ProcessSet (or a list of ranks) on every rank; returns the ProcessSet.
+    Collective over all ranks, which must pass the same ranks."""
+    ps = process_set if isinstance(process_set, ProcessSet) else ProcessSet(process_set)
+    ranks = (ctypes.c_int * len(ps.ranks))(*ps.ranks)
+    new_id = ctypes.c_int32(-1)
+    check(lib.hvd_add_process_set(ranks, len(ps.ranks), ctypes.byref(new_id)),
+          "hvd_add_process_set")
+    ps.process_set_id = new_id.value
+    return ps
+
+
+def remove_process_set(process_set):
+    """Removes a registered set (collective). Returns True when it was removed."""
+    set_id = process_set_id(process_set)
+    check(lib.hvd_remove_process_set(set_id), "hvd_remove_process_set")
+    if isinstance(process_set, ProcessSet):
+        process_set.process_set_id = None
+    return True
+
+
+def process_set_ranks(process_set):
+    """Global ranks of a set, ascending."""
+    set_id = process_set_id(process_set)
+    n = ctypes.c_int(0)
+    check(lib.hvd_process_set_ranks(set_id, None, 0, ctypes.byref(n)), "hvd_process_set_ranks")
+    buf = (ctypes.c_int * max(n.value, 1))()
+    check(lib.hvd_process_set_ranks(set_id, buf, n.value, ctypes.byref(n)),
+          "hvd_process_set_ranks")
+    return list(buf[:n.value])
+
+
+def process_set_ids():
+    """Ids of the existing process sets, ascending (0 is the global set)."""
+    n = ctypes.c_int(0)
+    check(lib.hvd_process_set_ids(None, 0, ctypes.byref(n)), "hvd_process_set_ids")
+    buf = (ctypes.c_int32 * max(n.value, 1))()
+    check(lib.hvd_process_set_ids(buf, n.value, ctypes.byref(n)), "hvd_process_set_ids")
+    return list(buf[:n.value])
+
+
+# --- synchronization ----------------------------------------------------------------
+
+def barrier(process_set=None):
+    """Returns when every rank of the set has called barrier()."""
+    check(lib.hvd_barrier(process_set_id(process_set)), "hvd_barrier")
+
+
+def join(device=HVD_DEVICE_CPU):
+    """This rank has no more data: it contributes zeros to the other ranks'
+    allreduces until all have joined. Returns the last rank to join."""
+    last = ctypes.c_int(-1)
+    check(lib.hvd_join(int(device), ctypes.byref(last)), "hvd_join")
+    return last.value
+
+
+# --- timeline -----------------------------------------------------------------------
+
+def start_timeline(file_path, mark_cycles=False):
+    """Starts writing a Chrome-trace timeline to file_path."""
+    check(lib.hvd_start_timeline(str(file_path).encode(), 1 if mark_cycles else 0),
+          "hvd_start_timeline")
+
+
+def stop_timeline():
+    check(lib.hvd_stop_timeline(), "hvd_stop_timeline")
+
+
+# --- build and configuration --------------------------------------------------------
+
+def version():
+    """The library version as MAJOR * 10000 + MINOR * 100 + PATCH."""
+    return lib.hvd_version()
+
+
+def version_string():
+    return lib.hvd_version_string().decode()
+
+
+def mpi_built():
+    return lib.hvd_mpi_built() == 1
+
+
+def mpi_enabled():
+    return mpi_built()
+
+
+def cuda_built():
+    return lib.hvd_cuda_built() == 1
+
+
+def nccl_built():
+    """Horovod returns the NCCL version or 0; we return 1 or 0."""
+    return lib.hvd_nccl_built()
+
+
+def hwloc_built():
+    return lib.hvd_hwloc_built() == 1
+
+
+def mpi_library_version():
+    return lib.hvd_mpi_library_version().decode("utf-8", "replace")
+
+
+def param(name):
+    """Current value of a configuration knob by its environment name, as text."""
+    buf = ctypes.create_string_buffer(4096)
+    check(lib.hvd_param_get(name.encode(), buf, len(buf)), "hvd_param_get")
+    return buf.value.decode()
+
+
+def counters():
+    """Traffic counters since init, as a dict."""
+    c = Counters()
+    c.struct_size = ctypes.sizeof(Counters)
+    check(lib.hvd_get_counters(ctypes.byref(c)), "hvd_get_counters")
+    return {name: getattr(c, name) for name, _ in Counters._fields_
+            if name not in ("struct_size", "reserved")}
+
+
+def reducescatter_rows(dim0, set_rank, set_size):
+    """Rows that set_rank receives from a reducescatter of dim0 rows over set_size."""
+    rows = lib.hvd_reducescatter_rows(int(dim0), int(set_rank), int(set_size))
+    if rows < 0:
+        raise ValueError(f"reducescatter_rows: invalid arguments ({dim0}, {set_rank}, "
+                         f"{set_size})")
+    return rows

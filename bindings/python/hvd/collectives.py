@@ -1,0 +1,268 @@
+"""Collectives over numpy arrays.
+
+Zero-copy: libhvd reads and writes the arrays' own memory (an input that is not
+C-contiguous is copied once first). Each operation exists as a blocking call, an
+`_async` call returning a Handle (complete it with synchronize(handle) or
+handle.wait()), and, where the output has the input's shape, an in-place `_` form.
+Arrays must not be modified or freed while their operation is in flight; the handle
+keeps them referenced.
+
+`name` identifies the operation across ranks (ranks may issue names in any order);
+None auto-names it by call order, so unnamed calls must be made in the same order on
+every rank. `dtype=hvd.bfloat16` treats 16-bit raw data as bfloat16.
+"""
+import numpy as np
+
+from . import _capi, _raw, dtypes
+from .basics import Average, process_set_id
+from ._capi import lib
+
+__all__ = [
+    "allreduce", "allreduce_", "allreduce_async", "allreduce_async_",
+    "grouped_allreduce", "grouped_allreduce_", "grouped_allreduce_async",
+    "grouped_allreduce_async_",
+    "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
+    "allgather", "allgather_async", "alltoall", "alltoall_async",
+    "reducescatter", "reducescatter_async", "poll", "synchronize",
+]
+
+
+def _input(array):
+    a = np.ascontiguousarray(array)
+    return a
+
+
+def _inplace(array, function):
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"{function}: in-place operations need a numpy.ndarray, "
+                        f"not {type(array).__name__}")
+    if not array.flags.c_contiguous or not array.flags.writeable:
+        raise ValueError(f"{function}: in-place operations need a C-contiguous, writeable "
+                         "array (use the out-of-place form, or np.ascontiguousarray)")
+    return array
+
+
+def _options(process_set, prescale=1.0, postscale=1.0):
+    return _capi.new_options(prescale=prescale, postscale=postscale,
+                             process_set_id=process_set_id(process_set))
+
+
+def _set_size(process_set):
+    return lib.hvd_process_set_size(process_set_id(process_set))
+
+
+def _host_factory(nbytes, device):
+    if device != _capi.HVD_DEVICE_CPU:
+        raise ValueError("numpy outputs live in host memory")
+    buf = np.empty(max(nbytes, 1), dtype=np.uint8)
+    return buf, buf.ctypes.data
+
+
+def _rows_view(owner, dtype, dim0, row_shape):
+    shape = (dim0,) + tuple(row_shape)
+    count = int(np.prod(shape, dtype=np.int64))
+    if owner is None or count == 0:
+        return np.empty(shape, dtype=dtype)
+    return owner[:count * dtype.itemsize].view(dtype).reshape(shape)
+
+
+# --- allreduce ----------------------------------------------------------------------
+
+def allreduce_async(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                    process_set=None, out=None, dtype=None):
+    """Starts an allreduce of `array` into a new array (or `out`); returns a Handle."""
+    src = _input(array)
+    code = dtypes.from_numpy(src.dtype, dtype)
+    if out is None:
+        out = np.empty_like(src)
+    else:
+        out = _inplace(out, "allreduce")
+        if out.shape != src.shape or out.dtype != src.dtype:
+            raise ValueError(f"allreduce: out has shape {out.shape} and dtype {out.dtype}, "
+                             f"expected {src.shape} and {src.dtype}")
+    opts = _options(process_set, prescale_factor, postscale_factor)
+    shape = np.shape(array)
+
+    def result():
+        return out if out.shape == shape else out.reshape(shape)
+    return _raw.allreduce(src.ctypes.data, out.ctypes.data, src.size, code, int(op), name,
+                          opts, (src, out), result)
+
+
+def allreduce(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
+              process_set=None, out=None, dtype=None):
+    """Reduces `array` over the ranks (op: Average, Sum, Min, Max, Product) and returns
+    the result in a new array (or `out`)."""
+    return allreduce_async(array, op, name, prescale_factor, postscale_factor, process_set,
+                           out, dtype).wait()
+
+
+def allreduce_async_(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                     process_set=None, dtype=None):
+    a = _inplace(array, "allreduce_")
+    code = dtypes.from_numpy(a.dtype, dtype)
+    opts = _options(process_set, prescale_factor, postscale_factor)
+    return _raw.allreduce(a.ctypes.data, a.ctypes.data, a.size, code, int(op), name, opts,
+                          a, lambda: a)
+
+
+def allreduce_(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
+               process_set=None, dtype=None):
+    """In-place allreduce; returns `array`."""
+    return allreduce_async_(array, op, name, prescale_factor, postscale_factor, process_set,
+                            dtype).wait()
+
+
+# --- grouped allreduce --------------------------------------------------------------
+
+def _group_dtype(arrays, dtype, function):
+    if not arrays:
+        raise ValueError(f"{function}: the group is empty")
+    codes = {dtypes.from_numpy(a.dtype, dtype) for a in arrays}
+    if len(codes) != 1:
+        raise TypeError(f"{function}: all arrays of a group must have one dtype, got "
+                        f"{sorted(dtypes.NAMES[c] for c in codes)}")
+    return codes.pop()
+
+
+def grouped_allreduce_async(arrays, op=Average, name=None, prescale_factor=1.0,
+                            postscale_factor=1.0, process_set=None, dtype=None):
+    """Allreduces a list of arrays of one dtype as one unit; the Handle's result is a
+    list of new arrays."""
+    shapes = [np.shape(a) for a in arrays]
+    srcs = [_input(a) for a in arrays]
+    code = _group_dtype(srcs, dtype, "grouped_allreduce")
+    outs = [np.empty_like(s) for s in srcs]
+    opts = _options(process_set, prescale_factor, postscale_factor)
+    return _raw.grouped_allreduce([s.ctypes.data for s in srcs], [o.ctypes.data for o in outs],
+                                  [s.size for s in srcs], code, int(op), name, opts,
+                                  (srcs, outs),
+                                  lambda: [o.reshape(s) for o, s in zip(outs, shapes)])
+
+
+def grouped_allreduce(arrays, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                      process_set=None, dtype=None):
+    return grouped_allreduce_async(arrays, op, name, prescale_factor, postscale_factor,
+                                   process_set, dtype).wait()
+
+
+def grouped_allreduce_async_(arrays, op=Average, name=None, prescale_factor=1.0,
+                             postscale_factor=1.0, process_set=None, dtype=None):
+    arrays = [_inplace(a, "grouped_allreduce_") for a in arrays]
+    code = _group_dtype(arrays, dtype, "grouped_allreduce_")
+    opts = _options(process_set, prescale_factor, postscale_factor)
+    ptrs = [a.ctypes.data for a in arrays]
+    return _raw.grouped_allreduce(ptrs, ptrs, [a.size for a in arrays], code, int(op), name,
+                                  opts, arrays, lambda: arrays)
+
+
+def grouped_allreduce_(arrays, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                       process_set=None, dtype=None):
+    return grouped_allreduce_async_(arrays, op, name, prescale_factor, postscale_factor,
+                                    process_set, dtype).wait()
+
+
+# --- broadcast ----------------------------------------------------------------------
+
+def broadcast_async_(array, root_rank, name=None, process_set=None, dtype=None):
+    a = _inplace(array, "broadcast_")
+    code = dtypes.from_numpy(a.dtype, dtype)
+    opts = _options(process_set)
+    return _raw.broadcast(a.ctypes.data, a.size, code, root_rank, name, opts, a, lambda: a)
+
+
+def broadcast_(array, root_rank, name=None, process_set=None, dtype=None):
+    """Overwrites `array` with root_rank's (rank within the process set); returns it."""
+    return broadcast_async_(array, root_rank, name, process_set, dtype).wait()
+
+
+def broadcast_async(array, root_rank, name=None, process_set=None, dtype=None):
+    copy = np.array(array, order="C", copy=True)
+    return broadcast_async_(copy, root_rank, name, process_set, dtype)
+
+
+def broadcast(array, root_rank, name=None, process_set=None, dtype=None):
+    """Returns a new array holding root_rank's `array`."""
+    return broadcast_async(array, root_rank, name, process_set, dtype).wait()
+
+
+# --- allgather ----------------------------------------------------------------------
+
+def allgather_async(array, name=None, process_set=None, dtype=None):
+    """Starts gathering every rank's rows (first dimension may differ per rank)."""
+    src = _input(array)
+    if src.ndim == 0:
+        src = src.reshape(1)
+    code = dtypes.from_numpy(src.dtype, dtype)
+    opts = _options(process_set)
+    row_shape, np_dtype = src.shape[1:], src.dtype
+    return _raw.allgather(src.ctypes.data, src.shape, code, name, opts, _host_factory,
+                          _set_size(process_set), src,
+                          lambda owner, dim0, _: _rows_view(owner, np_dtype, dim0, row_shape))
+
+
+def allgather(array, name=None, process_set=None, dtype=None):
+    """Concatenation of every rank's array along the first dimension, in rank order."""
+    return allgather_async(array, name, process_set, dtype).wait()
+
+
+# --- alltoall -----------------------------------------------------------------------
+
+def alltoall_async(array, splits=None, name=None, process_set=None, dtype=None):
+    """Starts an alltoall; the Handle's result is (output, received_splits)."""
+    src = _input(array)
+    if src.ndim == 0:
+        raise ValueError("alltoall: the array needs at least one dimension")
+    code = dtypes.from_numpy(src.dtype, dtype)
+    opts = _options(process_set)
+    if splits is not None:
+        splits = [int(s) for s in np.asarray(splits).reshape(-1)]
+    row_shape, np_dtype = src.shape[1:], src.dtype
+    return _raw.alltoall(src.ctypes.data, src.shape, code, splits, name, opts, _host_factory,
+                         _set_size(process_set), src,
+                         lambda owner, dim0, rs: (_rows_view(owner, np_dtype, dim0, row_shape),
+                                                  np.array(rs, dtype=np.int64)))
+
+
+def alltoall(array, splits=None, name=None, process_set=None, dtype=None):
+    """Sends splits[r] rows (even split when None) to rank r; returns (output,
+    received_splits)."""
+    return alltoall_async(array, splits, name, process_set, dtype).wait()
+
+
+# --- reducescatter ------------------------------------------------------------------
+
+def reducescatter_async(array, op=Average, name=None, process_set=None, prescale_factor=1.0,
+                        postscale_factor=1.0, dtype=None):
+    src = _input(array)
+    if src.ndim == 0:
+        raise ValueError("reducescatter: the array needs at least one dimension")
+    code = dtypes.from_numpy(src.dtype, dtype)
+    set_id = process_set_id(process_set)
+    set_rank = lib.hvd_process_set_rank(set_id)
+    set_size = lib.hvd_process_set_size(set_id)
+    rows = lib.hvd_reducescatter_rows(src.shape[0], set_rank, set_size) if set_rank >= 0 else 0
+    out = np.empty((max(rows, 0),) + src.shape[1:], dtype=src.dtype)
+    opts = _options(process_set, prescale_factor, postscale_factor)
+    return _raw.reducescatter(src.ctypes.data, out.ctypes.data, src.shape, code, int(op), name,
+                              opts, (src, out), lambda: out)
+
+
+def reducescatter(array, op=Average, name=None, process_set=None, prescale_factor=1.0,
+                  postscale_factor=1.0, dtype=None):
+    """Reduces across ranks (Sum or Average) and returns this rank's block of rows."""
+    return reducescatter_async(array, op, name, process_set, prescale_factor,
+                               postscale_factor, dtype).wait()
+
+
+# --- handles ------------------------------------------------------------------------
+
+def poll(handle):
+    """True when the operation behind `handle` has completed."""
+    return handle.poll()
+
+
+def synchronize(handle):
+    """Waits for `handle` and returns the operation's result."""
+    return handle.wait()
+

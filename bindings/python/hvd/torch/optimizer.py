@@ -1,0 +1,244 @@
+"""DistributedOptimizer: averages gradients over the ranks while backward runs.
+
+A hook on each parameter's gradient accumulator (the AccumulateGrad node, which runs
+once the parameter's gradient for this backward pass is complete) starts an async
+in-place allreduce of that gradient at once, so communication overlaps the rest of the
+backward pass. step() (or synchronize()) waits for all of them and then applies the
+wrapped optimizer's update.
+"""
+import warnings
+from contextlib import contextmanager
+
+import torch
+
+from ..basics import Adasum, Average
+from .compression import Compression
+from .mpi_ops import allreduce_async_, grouped_allreduce_async_, synchronize
+
+
+class _DistributedOptimizer(torch.optim.Optimizer):
+    # The methods below are copied into a subclass of the user's optimizer class (see
+    # DistributedOptimizer), so `super(self.__class__, self)` is that optimizer.
+
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
+                 gradient_predivide_factor, groups, sparse_as_dense, process_set):
+        super(self.__class__, self).__init__(params)
+        self._compression = compression
+        self.backward_passes_per_step = int(backward_passes_per_step)
+        if self.backward_passes_per_step < 1:
+            raise ValueError("backward_passes_per_step must be 1 or more")
+        self.op = op
+        self.gradient_predivide_factor = float(gradient_predivide_factor)
+        self.sparse_as_dense = sparse_as_dense
+        self.process_set = process_set
+        self._parameter_names = self._name_parameters(named_parameters)
+        self._groups = self._make_groups(groups)
+        self._group_of = {p: g for g, members in enumerate(self._groups) for p in members}
+        self._group_launched = set()
+        self._handles = {}
+        self._grad_accs = []
+        self._requires_update = set()
+        self._allreduce_delay = {p: self.backward_passes_per_step
+                                 for p in self._parameter_names}
+        self._synchronized = False
+        self._should_synchronize = True
+        self._register_hooks()
+
+    # --- set-up -------------------------------------------------------------------
+
+    def _all_params(self):
+        return [p for group in self.param_groups for p in group["params"]]
+
+    def _name_parameters(self, named_parameters):
+        params = self._all_params()
+        if named_parameters is None:
+            return {p: f"noname.{i}" for i, p in enumerate(params)}
+        named = list(named_parameters)
+        if any(not isinstance(item, tuple) or len(item) != 2 for item in named):
+            raise ValueError("named_parameters must be a sequence of (name, parameter) tuples, "
+                             "as model.named_parameters() gives")
+        names = [n for n, _ in named]
+        dups = sorted({n for n in names if names.count(n) > 1})
+        if dups:
+            raise ValueError(f"named_parameters has duplicate names: {', '.join(dups)}")
+        by_param = {p: n for n, p in named}
+        unnamed = [i for i, p in enumerate(params) if p not in by_param]
+        if unnamed:
+            raise ValueError("named_parameters was given but does not name every parameter "
+                             f"of the optimizer (parameter indices {unnamed}); pass "
+                             "model.named_parameters() of the model the optimizer trains")
+        return {p: by_param[p] for p in params}
+
+    def _make_groups(self, groups):
+        trainable = [p for p in self._all_params() if p.requires_grad]
+        if groups is None or groups == 0:
+            return []
+        if isinstance(groups, int):
+            if groups < 0:
+                raise ValueError("groups must be a non-negative number or a list of lists")
+            n = min(groups, len(trainable))
+            return [trainable[i * len(trainable) // n:(i + 1) * len(trainable) // n]
+                    for i in range(n)]
+        out, seen = [], set()
+        for members in groups:
+            members = [p for p in members if p.requires_grad]
+            for p in members:
+                if p not in self._parameter_names:
+                    raise ValueError("groups holds a tensor that the optimizer does not train")
+                if p in seen:
+                    raise ValueError("a parameter appears in more than one group")
+                seen.add(p)
+            if members:
+                out.append(members)
+        return out
+
+    def _register_hooks(self):
+        for p in self._all_params():
+            if not p.requires_grad:
+                continue
+            self._requires_update.add(p)
+            # expand_as gives a view whose grad_fn leads to p's AccumulateGrad node; a
+            # hook on that node runs after p.grad holds this pass's gradient.
+            grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
+            grad_acc.register_hook(self._make_hook(p))
+            self._grad_accs.append(grad_acc)
+
+    def _make_hook(self, p):
+        def hook(*_):
+            if p in self._handles and self._handles[p][0] is not None:
+                if self._allreduce_delay[p] <= 0:
+                    raise AssertionError(
+                        "gradients were computed more than backward_passes_per_step times "
+                        "before step(); raise backward_passes_per_step to accumulate "
+                        "gradients locally")
+            self._allreduce_delay[p] -= 1
+            entry = (None, None)
+            if self._allreduce_delay[p] == 0:
+                if p in self._group_of:
+                    self._handles[p] = entry
+                    self._maybe_launch_group(self._group_of[p])
+                    return
+                entry = self._allreduce_grad_async(p)
+            self._handles[p] = entry
+        return hook
+
+    # --- communication ----------------------------------------------------------------
+
+    def _scale(self):
+        if self.op == Average and self.gradient_predivide_factor != 1.0:
+            # Average divides by the set size after postscale: sum/f * f/size.
+            return 1.0 / self.gradient_predivide_factor, self.gradient_predivide_factor
+        return 1.0, 1.0
+
+    def _prepare_grad(self, p):
+        if p.grad is None:
+            p.grad = torch.zeros_like(p, memory_format=torch.contiguous_format)
+        if p.grad.is_sparse:
+            if not self.sparse_as_dense:
+                raise ValueError("sparse gradients are not supported; pass "
+                                 "sparse_as_dense=True to reduce them as dense tensors")
+            p.grad = p.grad.to_dense()
+        return self._compression.compress(p.grad)
+
+    def _allreduce_grad_async(self, p):
+        compressed, ctx = self._prepare_grad(p)
+        prescale, postscale = self._scale()
+        handle = allreduce_async_(compressed, name=f"allreduce.{self._parameter_names[p]}",
+                                  op=self.op, prescale_factor=prescale,
+                                  postscale_factor=postscale, process_set=self.process_set)
+        return handle, (compressed, ctx)
+
+    def _maybe_launch_group(self, g, force=False):
+        members = self._groups[g]
+        if g in self._group_launched:
+            return
+        if not force and any(self._allreduce_delay[p] != 0 for p in members):
+            return
+        self._group_launched.add(g)
+        prepared = {p: self._prepare_grad(p) for p in members}
+        prescale, postscale = self._scale()
+        by_dtype = {}
+        for p in members:
+            by_dtype.setdefault(prepared[p][0].dtype, []).append(p)
+        for dtype, params in by_dtype.items():
+            handle = grouped_allreduce_async_(
+                [prepared[p][0] for p in params], name=f"allreduce.group.{g}.{dtype}",
+                op=self.op, prescale_factor=prescale, postscale_factor=postscale,
+                process_set=self.process_set)
+            for p in params:
+                self._handles[p] = (handle, prepared[p])
+
+    def synchronize(self):
+        """Waits for every gradient's allreduce (starting those whose hooks did not run,
+        e.g. parameters unused in this pass) and writes the averages into p.grad."""
+        for p in self._requires_update:
+            if p in self._group_of:
+                continue
+            if p not in self._handles or self._handles[p][0] is None:
+                self._handles[p] = self._allreduce_grad_async(p)
+        for g in range(len(self._groups)):
+            self._maybe_launch_group(g, force=True)
+        for p, (handle, (compressed, ctx)) in self._handles.items():
+            synchronize(handle)
+            self._allreduce_delay[p] = self.backward_passes_per_step
+            if compressed is not p.grad:
+                p.grad.copy_(self._compression.decompress(compressed, ctx))
+        self._handles.clear()
+        self._group_launched.clear()
+        self._synchronized = True
+
+    @contextmanager
+    def skip_synchronize(self):
+        """Inside this context step() does not synchronize: use it after calling
+        synchronize() yourself (e.g. to clip gradients before the update)."""
+        self._should_synchronize = False
+        try:
+            yield
+        finally:
+            self._should_synchronize = True
+
+    def step(self, closure=None):
+        if self._should_synchronize:
+            if self._synchronized:
+                warnings.warn("optimizer.step() called after optimizer.synchronize() outside "
+                              "optimizer.skip_synchronize(); the gradients were already "
+                              "averaged and are not reduced again")
+            else:
+                self.synchronize()
+        self._synchronized = False
+        return super(self.__class__, self).step(closure)
+
+    def zero_grad(self, *args, **kwargs):
+        if self._handles:
+            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
+                                 "before optimizer.step() or optimizer.synchronize(): the "
+                                 "gradients are still being reduced")
+        return super(self.__class__, self).zero_grad(*args, **kwargs)
+
+
+def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
+                         backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
+                         num_groups=0, groups=None, sparse_as_dense=False, process_set=None):
+    """Wraps a torch optimizer so that gradients are averaged over the ranks (Horovod's
+    DistributedOptimizer). The result is an instance of a subclass of the optimizer's
+    own class, sharing its parameter groups.
+
+    named_parameters: model.named_parameters(), for readable, rank-independent names.
+    compression: Compression.none or Compression.fp16.
+    backward_passes_per_step: local backward passes accumulated before each reduction.
+    op: Average or Sum. gradient_predivide_factor: with Average, divide by this before
+    the sum and by size/factor after. groups: an int (number of groups) or lists of
+    parameters whose gradients are reduced together as one grouped allreduce.
+    """
+    if op == Adasum:
+        raise NotImplementedError("op=Adasum is not available in libhvd; use Average or Sum")
+    if gradient_predivide_factor != 1.0 and op != Average:
+        raise ValueError("gradient_predivide_factor needs op=Average")
+    if num_groups:
+        warnings.warn("num_groups is deprecated; use groups", DeprecationWarning)
+        groups = groups or num_groups
+    cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
+               dict(_DistributedOptimizer.__dict__))
+    return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
+               op, gradient_predivide_factor, groups, sparse_as_dense, process_set)
+

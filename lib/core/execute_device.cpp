@@ -1,0 +1,158 @@
+// Batches of device tensors: the device engine orders its stream after the callers'
+// streams, runs the collective (NCCL, or host-staged MPI) and the fusion kernel, and
+// the batch completes when the recorded event has.
+#include <cstring>
+
+#include "core/dtype.h"
+#include "core/execute.h"
+#include "ops/device/device_engine.h"
+
+namespace hvd {
+
+namespace {
+
+int64_t row_elements(const TensorSpec& spec) {
+  int64_t n = 1;
+  for (size_t i = 1; i < spec.shape.size(); ++i) n *= spec.shape[i];
+  return n;
+}
+
+std::vector<int64_t> prefix(const std::vector<int64_t>& counts) {
+  std::vector<int64_t> displs(counts.size());
+  int64_t total = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    displs[i] = total;
+    total += counts[i];
+  }
+  return displs;
+}
+
+Error device_output(const Request& r, size_t bytes, void** out) {
+  if (!r.allocator)
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "tensor '%s': a device %s output of negotiated size needs an allocator "
+                      "in the options (hvd_free releases host memory only)",
+                      r.name.c_str(), op_type_name(r.spec.op));
+  return allocate_output(r, bytes, out);
+}
+
+}  // namespace
+
+Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>& responses,
+                                const std::vector<Request*>& locals, const ProcessSet& set) {
+  if (!device_)
+    return make_error(HVD_ERR_CUDA, "tensor '%s' is in device memory, but %s",
+                      responses[batch.items.front()].name.c_str(), device_error_.c_str());
+  DeviceEngine& engine = *device_;
+  const Response& first = responses[batch.items.front()];
+  const TensorSpec& spec = first.spec;
+  std::vector<void*> streams;
+  for (Request* local : locals)
+    if (local) streams.push_back(local->stream);
+  Error err = engine.begin(streams);
+  if (!err.ok()) return err;
+
+  std::vector<void*> outputs;  // allocated here: freed by nobody on failure (allocator's)
+  switch (spec.op) {
+    case OpType::Allreduce: {
+      std::vector<DeviceTensor> tensors;
+      for (size_t k = 0; k < batch.items.size(); ++k) {
+        const int64_t count = responses[batch.items[k]].spec.num_elements();
+        tensors.push_back(locals[k] ? DeviceTensor{locals[k]->send, locals[k]->recv, count}
+                                    : DeviceTensor{nullptr, nullptr, count});
+      }
+      err = engine.allreduce(tensors, spec.dtype, spec.reduce_op, spec.prescale, spec.postscale, set);
+      break;
+    }
+    case OpType::Broadcast:
+      err = engine.backend_for(spec.dtype, false)
+                .broadcast(locals[0]->recv, spec.num_elements(), spec.dtype, spec.root, set);
+      break;
+    case OpType::Reducescatter: {
+      if (spec.prescale != 1.0 || spec.postscale != 1.0 || spec.reduce_op == HVD_OP_AVERAGE) {
+        err = make_error(HVD_ERR_UNSUPPORTED,
+                         "tensor '%s': device reducescatter supports SUM, MIN, MAX and PRODUCT "
+                         "without scaling in this version",
+                         first.name.c_str());
+        break;
+      }
+      const int64_t dim0 = spec.shape.empty() ? 0 : spec.shape[0], row = row_elements(spec);
+      std::vector<int64_t> counts(set.size());
+      for (int q = 0; q < set.size(); ++q)
+        counts[q] = (dim0 / set.size() + (q < dim0 % set.size() ? 1 : 0)) * row;
+      err = engine.backend_for(spec.dtype, true)
+                .reducescatter(locals[0]->send, locals[0]->recv, counts, spec.dtype,
+                               spec.reduce_op, set);
+      break;
+    }
+    case OpType::Allgather:
+      for (size_t k = 0; k < batch.items.size() && err.ok(); ++k) {
+        const Response& r = responses[batch.items[k]];
+        const int64_t row = row_elements(r.spec);
+        std::vector<int64_t> counts;
+        for (int64_t rows : r.per_rank) counts.push_back(rows * row);
+        int64_t total = 0;
+        for (int64_t c : counts) total += c;
+        void* out = nullptr;
+        err = device_output(*locals[k], static_cast<size_t>(total) * dtype_size(r.spec.dtype), &out);
+        if (!err.ok()) break;
+        outputs.push_back(out);
+        err = engine.backend_for(r.spec.dtype, false)
+                  .allgatherv(locals[k]->send, out, counts, prefix(counts), r.spec.dtype, set);
+      }
+      break;
+    case OpType::Alltoall: {
+      const int size = set.size(), me = set.my_set_rank;
+      const int64_t row = row_elements(spec);
+      std::vector<int64_t> send_counts(size), recv_counts(size);
+      for (int q = 0; q < size; ++q) {
+        send_counts[q] = first.per_rank[static_cast<size_t>(me) * size + q] * row;
+        recv_counts[q] = first.per_rank[static_cast<size_t>(q) * size + me] * row;
+      }
+      int64_t total = 0;
+      for (int64_t c : recv_counts) total += c;
+      void* out = nullptr;
+      err = device_output(*locals[0], static_cast<size_t>(total) * dtype_size(spec.dtype), &out);
+      if (!err.ok()) break;
+      outputs.push_back(out);
+      err = engine.backend_for(spec.dtype, false)
+                .alltoallv(locals[0]->send, send_counts, prefix(send_counts), out, recv_counts,
+                           prefix(recv_counts), spec.dtype, set);
+      break;
+    }
+    default:
+      err = make_error(HVD_ERR_UNSUPPORTED, "%s has no device version", op_type_name(spec.op));
+      break;
+  }
+  if (!err.ok()) return err;
+  DeviceEvent done;
+  err = engine.finish(&done);
+  if (err.ok()) err = done.synchronize();
+  if (!err.ok()) return err;
+
+  // Outputs of negotiated size: pointers and row counts back to the caller.
+  if (spec.op == OpType::Allgather) {
+    for (size_t k = 0; k < batch.items.size(); ++k) {
+      const Response& r = responses[batch.items[k]];
+      *locals[k]->out_buffer = outputs[k];
+      int64_t rows = 0;
+      for (int64_t x : r.per_rank) rows += x;
+      if (locals[k]->out_dim0) *locals[k]->out_dim0 = rows;
+      if (locals[k]->out_per_rank)
+        std::memcpy(locals[k]->out_per_rank, r.per_rank.data(), r.per_rank.size() * sizeof(int64_t));
+    }
+  } else if (spec.op == OpType::Alltoall) {
+    const int size = set.size(), me = set.my_set_rank;
+    int64_t rows = 0;
+    for (int q = 0; q < size; ++q) {
+      int64_t got = first.per_rank[static_cast<size_t>(q) * size + me];
+      if (locals[0]->out_per_rank) locals[0]->out_per_rank[q] = got;
+      rows += got;
+    }
+    *locals[0]->out_buffer = outputs[0];
+    if (locals[0]->out_dim0) *locals[0]->out_dim0 = rows;
+  }
+  return Error::success();
+}
+
+}  // namespace hvd

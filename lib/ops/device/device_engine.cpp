@@ -1,0 +1,143 @@
+#include "ops/device/device_engine.h"
+
+#include <algorithm>
+
+#include "core/dtype.h"
+#include "hvd_build_config.h"
+#include "ops/device/staged_backend.h"
+
+#if HVD_HAVE_NCCL
+#include "ops/nccl/nccl_backend.h"
+#endif
+#if HVD_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "ops/device/cuda_check.h"
+#endif
+
+namespace hvd {
+
+// NcclBackend is incomplete here in builds without NCCL; the unique_ptr then only
+// ever holds nullptr, and this deleter is never reached with an object.
+#if !HVD_HAVE_NCCL
+class NcclBackend : public Backend {};
+#endif
+
+DeviceEngine::~DeviceEngine() {
+  if (context_) context_->synchronize();
+  nccl_.reset();
+  staged_.reset();
+  fusion_.reset();
+  copier_.reset();
+}
+
+Error DeviceEngine::create(int device, GpuOperations mode, Backend* host,
+                           TrafficCounters* counters, std::unique_ptr<DeviceEngine>* out) {
+#if !HVD_HAVE_NCCL
+  if (mode == GpuOperations::Nccl)
+    return make_error(HVD_ERR_UNSUPPORTED,
+                      "HOROVOD_GPU_OPERATIONS=NCCL, but this build of libhvd has no NCCL");
+#endif
+  std::unique_ptr<DeviceEngine> e(new DeviceEngine());
+  Error err = DeviceContext::create(device, &e->context_);
+  if (!err.ok()) return err;
+  e->copier_ = std::make_unique<BatchedCopier>(e->context_->stream());
+  e->fusion_ = std::make_unique<DeviceBuffer>(e->context_->stream());
+  e->staged_ = std::make_unique<StagedBackend>(e->context_.get(), host);
+#if HVD_HAVE_NCCL
+  if (mode != GpuOperations::Mpi) {
+    e->nccl_ = std::make_unique<NcclBackend>(e->context_.get(), counters);
+    e->description_ = "nccl on CUDA device " + std::to_string(device);
+  } else {
+    e->description_ = "mpi-staged on CUDA device " + std::to_string(device) + " (HOROVOD_GPU_OPERATIONS=MPI)";
+  }
+#else
+  (void)counters;
+  e->description_ = "mpi-staged on CUDA device " + std::to_string(device) + " (built without NCCL)";
+#endif
+  *out = std::move(e);
+  return Error::success();
+}
+
+Backend& DeviceEngine::backend_for(hvd_dtype_t dtype, bool reduction) {
+#if HVD_HAVE_NCCL
+  if (nccl_ && (!reduction || NcclBackend::supports(dtype))) return *nccl_;
+#else
+  (void)dtype;
+  (void)reduction;
+#endif
+  return *staged_;
+}
+
+Error DeviceEngine::process_set_added(const ProcessSet& set) {
+  return nccl_ ? nccl_->process_set_added(set) : Error::success();
+}
+
+void DeviceEngine::process_set_removed(const ProcessSet& set) {
+  if (nccl_) nccl_->process_set_removed(set);
+}
+
+Error DeviceEngine::begin(const std::vector<void*>& caller_streams) {
+  std::vector<void*> seen;
+  for (void* s : caller_streams) {
+    if (std::find(seen.begin(), seen.end(), s) != seen.end()) continue;
+    seen.push_back(s);
+    Error err = context_->wait_for(s);
+    if (!err.ok()) return err;
+  }
+  return Error::success();
+}
+
+Error DeviceEngine::finish(DeviceEvent* done) { return context_->record(done); }
+
+Error DeviceEngine::allreduce(const std::vector<DeviceTensor>& tensors, hvd_dtype_t dtype,
+                              hvd_reduce_op_t op, double prescale, double postscale,
+                              const ProcessSet& set) {
+  if (tensors.empty()) return Error::success();
+  const hvd_reduce_op_t transport = op == HVD_OP_AVERAGE ? HVD_OP_SUM : op;
+  const int divisor = op == HVD_OP_AVERAGE ? set.size() : 1;
+  const bool scale_out = divisor > 1 || postscale != 1.0;
+  const size_t esize = dtype_size(dtype);
+  Backend& backend = backend_for(dtype, true);
+
+  if (tensors.size() == 1 && tensors[0].send) {
+    const DeviceTensor& t = tensors[0];
+    const void* src = t.send;
+    if (prescale != 1.0) {
+      Error err = copier_->copy({{t.send, t.recv, t.count}}, dtype, prescale, 1);
+      if (!err.ok()) return err;
+      src = t.recv;
+    }
+    Error err = backend.allreduce(src, t.recv, t.count, dtype, transport, set);
+    if (!err.ok() || !scale_out) return err;
+    return copier_->copy({{t.recv, t.recv, t.count}}, dtype, postscale, divisor);
+  }
+
+  int64_t total = 0;
+  for (const DeviceTensor& t : tensors) total += t.count;
+  Error err = fusion_->reserve(static_cast<size_t>(total) * esize);
+  if (!err.ok()) return err;
+  char* buffer = static_cast<char*>(fusion_->data());
+  std::vector<CopyItem> in, out;
+  int64_t offset = 0;
+  for (const DeviceTensor& t : tensors) {
+    char* slot = buffer + offset * static_cast<int64_t>(esize);
+    if (t.send) {
+      in.push_back({t.send, slot, t.count});
+      out.push_back({slot, t.recv, t.count});
+    } else {
+#if HVD_HAVE_CUDA
+      HVD_CUDA_CHECK(cudaMemsetAsync(slot, 0, static_cast<size_t>(t.count) * esize,
+                                     static_cast<cudaStream_t>(context_->stream())));
+#endif
+    }
+    offset += t.count;
+  }
+  err = copier_->copy(in, dtype, prescale, 1);
+  if (!err.ok()) return err;
+  err = backend.allreduce(buffer, buffer, total, dtype, transport, set);
+  if (!err.ok()) return err;
+  return copier_->copy(out, dtype, postscale, divisor);
+}
+
+}  // namespace hvd

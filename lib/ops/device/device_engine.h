@@ -1,0 +1,76 @@
+// Everything the executor needs for device tensors on one GPU, behind one object:
+// the device context (library stream, events), the backend choice (NCCL, or host-
+// staged MPI when NCCL is absent, for HOROVOD_GPU_OPERATIONS=MPI, and for dtypes NCCL
+// cannot reduce), the device fusion buffer and the batched copy kernel.
+//
+// Per operation: begin(streams) orders the library stream after the callers'
+// streams; the collective is queued (allreduce() below does fusion and scaling
+// itself; other ops call backend_for(...) directly); finish(&event) records
+// completion. Background thread only, except the events it hands out.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/params.h"
+#include "ops/backend.h"
+#include "ops/device/batched_copy.h"
+#include "ops/device/device_buffer.h"
+#include "ops/device/device_context.h"
+
+namespace hvd {
+
+class NcclBackend;
+class StagedBackend;
+
+struct DeviceTensor {
+  const void* send;  // nullptr: this rank contributes zeros (a joined rank)
+  void* recv;        // may equal send; nullptr when send is
+  int64_t count;
+};
+
+class DeviceEngine {
+ public:
+  // Makes device current and builds the backends. host is the MPI backend used for
+  // staging; it and counters outlive the engine. HOROVOD_GPU_OPERATIONS=NCCL in a
+  // build without NCCL is HVD_ERR_UNSUPPORTED; no device is HVD_ERR_CUDA.
+  static Error create(int device, GpuOperations mode, Backend* host, TrafficCounters* counters,
+                      std::unique_ptr<DeviceEngine>* out);
+  ~DeviceEngine();
+
+  DeviceContext& context() { return *context_; }
+  BatchedCopier& copier() { return *copier_; }
+  DeviceBuffer& fusion_buffer() { return *fusion_; }
+  // "nccl" or "mpi-staged" and why.
+  const std::string& description() const { return description_; }
+
+  // The backend for one device operation; reduction: allreduce or reducescatter.
+  Backend& backend_for(hvd_dtype_t dtype, bool reduction);
+
+  // Collective hooks, forwarded to the NCCL backend (communicator per set).
+  Error process_set_added(const ProcessSet& set);
+  void process_set_removed(const ProcessSet& set);
+  NcclBackend* nccl() { return nccl_.get(); }  // nullptr without NCCL (hierarchical use)
+
+  // The library stream waits for each caller stream (nullptr: the default stream).
+  Error begin(const std::vector<void*>& caller_streams);
+  // An event for completion of everything queued so far.
+  Error finish(DeviceEvent* done);
+
+  // Allreduce of one tensor, or of several fused through the fusion buffer with one
+  // copy kernel launch each way: prescale on the way in, AVERAGE's division and
+  // postscale on the way out. op may be AVERAGE. Queued only: call finish().
+  Error allreduce(const std::vector<DeviceTensor>& tensors, hvd_dtype_t dtype,
+                  hvd_reduce_op_t op, double prescale, double postscale, const ProcessSet& set);
+
+ private:
+  DeviceEngine() = default;
+  std::unique_ptr<DeviceContext> context_;
+  std::unique_ptr<BatchedCopier> copier_;
+  std::unique_ptr<DeviceBuffer> fusion_;
+  std::unique_ptr<StagedBackend> staged_;
+  std::unique_ptr<NcclBackend> nccl_;
+  std::string description_;
+};
+
+}  // namespace hvd

@@ -1,0 +1,95 @@
+// Device-memory collectives over NCCL, on the library's CUDA stream. One NCCL
+// communicator per process set (made collectively, through an MPI broadcast of the
+// NCCL unique id on the set's communicator), plus any the runtime adds for the local
+// and cross groups. Calls return once the work is queued on the stream: record a
+// DeviceEvent after them for completion.
+//
+// Reductions take uint8, int8, int32, int64, float16, bfloat16, float32, float64 and
+// bool (MIN/PRODUCT as logical and, SUM/MAX as logical or); 16-bit integers are
+// HVD_ERR_UNSUPPORTED (use the staged backend for them: see supports()). Data
+// movement (broadcast, allgather, alltoall) takes every dtype.
+//
+// Background thread only. This header names no NCCL type; nccl.h stays in this folder.
+#pragma once
+
+#include <map>
+#include <memory>
+
+#include <mpi.h>
+
+#include "ops/backend.h"
+#include "ops/device/device_context.h"
+
+namespace hvd {
+
+class NcclBackend : public Backend {
+ public:
+  // Keys of the communicators the runtime may add besides process sets (ids >= 0).
+  static constexpr int64_t kLocalComm = -1;
+  static constexpr int64_t kCrossComm = -2;
+
+  NcclBackend(DeviceContext* device, TrafficCounters* counters);
+  ~NcclBackend() override;
+  const char* name() const override { return "nccl"; }
+
+  // Whether NCCL can reduce dtype (allreduce, reducescatter).
+  static bool supports(hvd_dtype_t dtype);
+
+  Error allreduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
+                  hvd_reduce_op_t op, const ProcessSet& set) override;
+  Error broadcast(void* buffer, int64_t count, hvd_dtype_t dtype, int root,
+                  const ProcessSet& set) override;
+  Error allgatherv(const void* send, void* recv, const std::vector<int64_t>& counts,
+                   const std::vector<int64_t>& displs, hvd_dtype_t dtype,
+                   const ProcessSet& set) override;
+  Error alltoallv(const void* send, const std::vector<int64_t>& send_counts,
+                  const std::vector<int64_t>& send_displs, void* recv,
+                  const std::vector<int64_t>& recv_counts,
+                  const std::vector<int64_t>& recv_displs, hvd_dtype_t dtype,
+                  const ProcessSet& set) override;
+  Error reducescatter(const void* send, void* recv, const std::vector<int64_t>& counts,
+                      hvd_dtype_t dtype, hvd_reduce_op_t op, const ProcessSet& set) override;
+
+  // Collective over the set's members (non-members return at once). Sets without a
+  // communicator get one on first use as well, since members run the same
+  // operations in the same order.
+  Error process_set_added(const ProcessSet& set) override;
+  void process_set_removed(const ProcessSet& set) override;
+
+  // A communicator over comm (collective over it), for kLocalComm / kCrossComm.
+  Error add_communicator(int64_t key, MPI_Comm comm);
+  // The same operations on such a communicator (hierarchical algorithms).
+  Error allreduce_on(int64_t key, const void* send, void* recv, int64_t count,
+                     hvd_dtype_t dtype, hvd_reduce_op_t op);
+  Error reducescatter_on(int64_t key, const void* send, void* recv,
+                         const std::vector<int64_t>& counts, hvd_dtype_t dtype,
+                         hvd_reduce_op_t op);
+  Error allgatherv_on(int64_t key, const void* send, void* recv,
+                      const std::vector<int64_t>& counts, const std::vector<int64_t>& displs,
+                      hvd_dtype_t dtype);
+
+  // Operations between group_start and group_end go to NCCL as one group (one
+  // launch): a grouped allreduce of tensors that were not fused. Groups nest.
+  Error group_start();
+  Error group_end();
+
+ private:
+  struct Comm;
+  Error comm_for_set(const ProcessSet& set, Comm** out);
+  Error comm_for_key(int64_t key, Comm** out);
+  Error create(int64_t key, MPI_Comm comm, int rank, int size);
+
+  Error do_allreduce(Comm& c, const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
+                     hvd_reduce_op_t op, std::atomic<uint64_t>* bytes);
+  Error do_allgatherv(Comm& c, const void* send, void* recv, const std::vector<int64_t>& counts,
+                      const std::vector<int64_t>& displs, hvd_dtype_t dtype,
+                      std::atomic<uint64_t>* bytes);
+  Error do_reducescatter(Comm& c, const void* send, void* recv, const std::vector<int64_t>& counts,
+                         hvd_dtype_t dtype, hvd_reduce_op_t op, std::atomic<uint64_t>* bytes);
+
+  DeviceContext* device_;
+  TrafficCounters* counters_;
+  std::map<int64_t, std::unique_ptr<Comm>> comms_;
+};
+
+}  // namespace hvd

@@ -1,0 +1,156 @@
+#include "topo/pin.h"
+
+#include <algorithm>
+
+#include "ops/device/device_runtime.h"
+#include "topo/bind.h"
+#include "topo/topology.h"
+#include "topo/visible_devices.h"
+
+namespace hvd {
+
+namespace {
+
+const char* bind_name(CpuBind mode) {
+  switch (mode) {
+    case CpuBind::None: return "none";
+    case CpuBind::Numa: return "numa";
+    case CpuBind::Core: return "core";
+  }
+  return "?";
+}
+
+void add_note(PinResult* out, const std::string& note) {
+  if (note.empty()) return;
+  if (!out->notes.empty()) out->notes += "; ";
+  out->notes += note;
+}
+
+// Ordinal -> topology GPU. With CUDA devices present, by PCI bus id (CUDA has applied
+// CUDA_VISIBLE_DEVICES and its device order already); otherwise by reading
+// CUDA_VISIBLE_DEVICES against the topology.
+std::vector<int> map_visible(const Params& params, const Topology& topology, int cuda_count,
+                             PinResult* out) {
+  if (cuda_count > 0) {
+    std::vector<int> physical;
+    for (int d = 0; d < cuda_count; ++d) {
+      std::string bus;
+      if (!cuda_pci_bus_id(d, &bus).ok()) break;
+      auto it = std::find_if(topology.gpus.begin(), topology.gpus.end(),
+                             [&](const GpuDevice& g) { return g.pci_bus_id == bus; });
+      if (it == topology.gpus.end()) {
+        add_note(out, "CUDA device " + std::to_string(d) + " (" + bus + ") is not in the topology of " +
+                          topology.source + "; reading CUDA_VISIBLE_DEVICES against it instead");
+        physical.clear();
+        break;
+      }
+      physical.push_back(static_cast<int>(it - topology.gpus.begin()));
+    }
+    if (static_cast<int>(physical.size()) == cuda_count) return physical;
+  }
+  const bool cvd_set =
+      !params.cuda_visible_devices.empty() || param_is_set("CUDA_VISIBLE_DEVICES");
+  VisibleDevices visible =
+      visible_gpus(topology.gpus, cvd_set ? &params.cuda_visible_devices : nullptr);
+  add_note(out, visible.note);
+  if (cuda_count > 0 && static_cast<int>(visible.physical.size()) > cuda_count)
+    visible.physical.resize(static_cast<size_t>(cuda_count));
+  return visible.physical;
+}
+
+}  // namespace
+
+Error pin_this_rank(const Params& params, int local_rank, int local_size, PinResult* out) {
+  *out = PinResult{};
+  if (local_size < 1 || local_rank < 0 || local_rank >= local_size)
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "local rank %d of %d is not a valid placement",
+                      local_rank, local_size);
+
+  int affinity_cpu = -1;
+  Error err = parse_thread_affinity(params.thread_affinity, local_rank, local_size, &affinity_cpu);
+  if (!err.ok()) return err;
+
+  std::string cuda_why;
+  const int cuda_count = cuda_device_count(&cuda_why);
+  add_note(out, cuda_why);
+
+  bool need_topology = params.gpu_pinning || params.cpu_bind != CpuBind::None;
+  Topology topology;
+  if (need_topology) {
+    err = load_topology(params.topology_xml, &topology);
+    if (!err.ok() && !params.topology_xml.empty()) return err;
+    if (!err.ok()) {  // this machine's topology is a nicety, not a requirement
+      add_note(out, err.message);
+      need_topology = false;
+    }
+  }
+
+  if (need_topology) {
+    std::vector<int> visible = map_visible(params, topology, cuda_count, out);
+    std::vector<RankPlacement> placements;
+    err = assign_gpus(topology, visible, local_size, &placements);
+    if (!err.ok()) return err;
+    out->placement = placements[static_cast<size_t>(local_rank)];
+    out->assigned_gpu = out->placement.gpu;
+  }
+
+  if (params.gpu_pinning && out->assigned_gpu >= 0 && cuda_count > 0) {
+    err = cuda_set_device(out->assigned_gpu);
+    if (!err.ok()) return err;
+    out->device = out->assigned_gpu;
+  } else if (!params.gpu_pinning && cuda_count > 0) {
+    int current = -1;
+    if (cuda_get_device(&current).ok()) out->device = current;
+    add_note(out, "HVD_GPU_PINNING=0: the current CUDA device is left as it is");
+  } else if (cuda_count > 0 && out->assigned_gpu < 0) {
+    // CUDA has devices the topology does not show (no hwloc, or a foreign XML):
+    // fall back to Horovod's rule, local rank modulo device count.
+    out->device = local_rank % cuda_count;
+    err = cuda_set_device(out->device);
+    if (!err.ok()) return err;
+  }
+
+  const CpuSet bind = binding_cpus(params.cpu_bind, out->placement);
+  if (params.cpu_bind != CpuBind::None) {
+    if (bind.empty()) {
+      add_note(out, std::string("HVD_CPU_BIND=") + bind_name(params.cpu_bind) +
+                        ": the topology gave no CPUs for this rank; not binding");
+    } else {
+      err = bind_process(bind);
+      if (!err.ok()) return err;
+      out->process_cpus = bind;
+    }
+  }
+  out->thread_cpus = affinity_cpu >= 0 ? CpuSet({affinity_cpu}) : out->process_cpus;
+
+  std::string line = "local rank " + std::to_string(local_rank) + "/" + std::to_string(local_size) + ": ";
+  if (out->placement.physical_gpu >= 0) {
+    const GpuDevice& g = topology.gpus[static_cast<size_t>(out->placement.physical_gpu)];
+    line += "GPU " + std::to_string(out->assigned_gpu) + " (" + g.pci_bus_id;
+    if (out->placement.numa >= 0) line += ", NUMA " + std::to_string(out->placement.numa);
+    line += out->device >= 0 ? ", current)" : ", no CUDA device to make current)";
+  } else if (out->device >= 0) {
+    line += "GPU " + std::to_string(out->device) + " (local rank modulo device count)";
+  } else {
+    line += "no GPU";
+  }
+  if (!out->placement.domain_cpus.empty())
+    line += ", near CPUs " + out->placement.domain_cpus.to_string();
+  line += std::string(", cpu bind ") + bind_name(params.cpu_bind);
+  if (!out->process_cpus.empty()) line += " to " + out->process_cpus.to_string();
+  if (!out->thread_cpus.empty()) line += ", background thread on " + out->thread_cpus.to_string();
+  if (need_topology) line += " [" + topology.source + "]";
+  out->log = line;
+  return Error::success();
+}
+
+Error pin_background_thread(const PinResult& pin) {
+  if (pin.device >= 0) {
+    Error err = cuda_set_device(pin.device);
+    if (!err.ok()) return err;
+  }
+  if (!pin.thread_cpus.empty()) return bind_current_thread(pin.thread_cpus);
+  return Error::success();
+}
+
+}  // namespace hvd

@@ -1,0 +1,116 @@
+// The device engine's allreduce as the executor calls it: several tensors fused
+// through the device fusion buffer, AVERAGE with prescale and postscale, a joined
+// rank's zeros, ordered after a caller stream; single tensors without fusion.
+// argv[1]: "nccl" or "mpi" (HOROVOD_GPU_OPERATIONS). Ranks may share a GPU with mpi.
+#include <cstring>
+
+#include "gpu_test_util.h"
+#include "core/process_sets.h"
+#include "ops/device/device_engine.h"
+#include "ops/mpi/mpi_backend.h"
+#include "ops/mpi/mpi_types.h"
+
+using namespace hvd;
+using namespace hvd_test;
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const bool use_nccl = argc > 1 && std::strcmp(argv[1], "nccl") == 0;
+  const int devices = cuda_device_count(nullptr);
+  int have = (use_nccl ? devices >= size : devices > 0) ? 1 : 0, all = 0;
+  MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all) {
+    if (rank == 0) std::printf("gpu-engine: skipped: not enough CUDA devices\n");
+    MPI_Finalize();
+    return kSkip;
+  }
+  mpi_types_init();
+  {
+    TrafficCounters counters;
+    MpiBackend mpi(8 << 20, &counters);
+    std::unique_ptr<DeviceEngine> engine;
+    CHECK_OK(DeviceEngine::create(rank % devices, use_nccl ? GpuOperations::Nccl : GpuOperations::Mpi,
+                                  &mpi, &counters, &engine));
+    std::printf("rank %d: %s\n", rank, engine->description().c_str());
+    std::vector<int> everyone;
+    for (int r = 0; r < size; ++r) everyone.push_back(r);
+    auto world = make_process_set(0, everyone, MPI_COMM_WORLD, rank, size);
+    CHECK_OK(engine->process_set_added(*world));
+
+    for (hvd_dtype_t dtype : {HVD_FLOAT32, HVD_FLOAT16, HVD_BFLOAT16, HVD_INT32, HVD_FLOAT64}) {
+      const size_t esize = dtype_size(dtype);
+      const int64_t counts[] = {1000, 1, 70000, 33};
+      std::vector<DeviceTensor> tensors;
+      std::vector<void*> bufs;
+      cudaStream_t user;
+      CHECK_CUDA(cudaStreamCreateWithFlags(&user, cudaStreamNonBlocking));
+      for (int64_t n : counts) {
+        // Every rank holds 2 * (rank + 1) everywhere: easy to average exactly.
+        std::vector<unsigned char> host(n * esize);
+        for (int64_t i = 0; i < n; ++i) {
+          const double v = 2.0 * (rank + 1);
+          unsigned char* p = host.data() + i * esize;
+          if (dtype == HVD_FLOAT32) { float x = static_cast<float>(v); std::memcpy(p, &x, 4); }
+          if (dtype == HVD_FLOAT64) std::memcpy(p, &v, 8);
+          if (dtype == HVD_INT32) { int32_t x = static_cast<int32_t>(v); std::memcpy(p, &x, 4); }
+          if (dtype == HVD_FLOAT16) { uint16_t x = float_to_half(static_cast<float>(v)); std::memcpy(p, &x, 2); }
+          if (dtype == HVD_BFLOAT16) { uint16_t x = float_to_bf16(static_cast<float>(v)); std::memcpy(p, &x, 2); }
+        }
+        void* d = nullptr;
+        CHECK_CUDA(cudaMalloc(&d, n * esize));
+        // Written on the caller's stream just before the operation.
+        CHECK_CUDA(cudaMemsetAsync(d, 0x7f, n * esize, user));
+        CHECK_CUDA(cudaMemcpyAsync(d, host.data(), n * esize, cudaMemcpyHostToDevice, user));
+        bufs.push_back(d);
+        tensors.push_back({d, d, n});
+      }
+      // A tensor this rank has no data for (a joined rank's): zeros in the buffer.
+      tensors.push_back({nullptr, nullptr, 17});
+      CHECK_OK(engine->begin({user}));
+      // Sum of 2(r+1) over n ranks is n(n+1), its average n + 1; the scale factors
+      // cancel, in an order that keeps integer averages exact.
+      const double pre = dtype == HVD_INT32 ? 2.0 : 0.5;
+      CHECK_OK(engine->allreduce(tensors, dtype, HVD_OP_AVERAGE, pre, 1.0 / pre, *world));
+      DeviceEvent done;
+      CHECK_OK(engine->finish(&done));
+      CHECK_OK(done.synchronize());
+      CHECK_CUDA(cudaStreamSynchronize(user));
+      const double want = size + 1;
+      for (size_t t = 0; t < bufs.size(); ++t) {
+        auto got = to_host(bufs[t], counts[t] * esize);
+        for (int64_t i = 0; i < counts[t]; ++i) {
+          const unsigned char* p = got.data() + i * esize;
+          double g = 0;
+          if (dtype == HVD_FLOAT32) { float x; std::memcpy(&x, p, 4); g = x; }
+          if (dtype == HVD_FLOAT64) std::memcpy(&g, p, 8);
+          if (dtype == HVD_INT32) { int32_t x; std::memcpy(&x, p, 4); g = x; }
+          if (dtype == HVD_FLOAT16) { uint16_t x; std::memcpy(&x, p, 2); g = half_to_float(x); }
+          if (dtype == HVD_BFLOAT16) { uint16_t x; std::memcpy(&x, p, 2); g = bf16_to_float(x); }
+          if (g != want) {
+            std::fprintf(stderr, "%s tensor %zu element %lld: %g, expected %g\n", dtype_name(dtype), t,
+                         static_cast<long long>(i), g, want);
+            return 1;
+          }
+        }
+        cudaFree(bufs[t]);
+      }
+      // One tensor alone goes without the fusion buffer.
+      void* one = to_device(random_tensor(dtype, 5000, 3));
+      CHECK_OK(engine->allreduce({{one, one, 5000}}, dtype, HVD_OP_MAX, 1.0, 1.0, *world));
+      CHECK_OK(engine->finish(&done));
+      CHECK_OK(done.synchronize());
+      CHECK(to_host(one, 5000 * esize) == random_tensor(dtype, 5000, 3));  // same on every rank
+      cudaFree(one);
+      cudaStreamDestroy(user);
+    }
+    engine.reset();
+    MPI_Comm_free(&world->comm);
+  }
+  mpi_types_free();
+  if (rank == 0) std::printf("gpu-engine: ok on %d rank(s)\n", size);
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,19 @@
+#!/bin/sh
+# Runs a Python program (usually pytest) on NP ranks with the project's venv
+# interpreter. Exits 77 (skipped) with the reason when the venv or a required module
+# is missing, so a machine without the Python stack reports skips, not failures.
+# Usage: run_python.sh MPIEXEC NP PYTHON MODULES ARGS...   (MODULES: comma-separated)
+set -eu
+mpiexec=$1 np=$2 python=$3 modules=$4
+shift 4
+if [ ! -x "$python" ]; then
+  echo "skipped: $python not found (scripts/install-deps.sh creates the .venv)"
+  exit 77
+fi
+for module in $(echo "$modules" | tr ',' ' '); do
+  if ! "$python" -c "import $module" >/dev/null 2>&1; then
+    echo "skipped: Python module '$module' is not importable by $python"
+    exit 77
+  fi
+done
+exec "$mpiexec" -n "$np" "$python" "$@"

@@ -1,0 +1,99 @@
+"""Failures become the right HvdError subclass, with the library's detail, on every
+rank; the runtime keeps working afterwards."""
+import numpy as np
+import pytest
+
+import hvd
+
+pytestmark = pytest.mark.usefixtures("world")
+
+
+def assert_still_works(name):
+    out = hvd.allreduce(np.ones(3), op=hvd.Sum, name=name)
+    np.testing.assert_array_equal(out, np.full(3, float(hvd.size())))
+
+
+def test_count_mismatch_on_every_rank():
+    with pytest.raises(hvd.MismatchError) as info:
+        hvd.allreduce(np.ones(hvd.rank() + 1, np.float32), name="mismatch.count")
+    err = info.value
+    assert err.status == 3 and "mismatch.count" in str(err) and err.detail
+    assert isinstance(err, hvd.HvdError)
+    assert_still_works("after.count")
+
+
+def test_dtype_mismatch_on_every_rank():
+    dtype = np.float32 if hvd.rank() == 0 else np.float64
+    with pytest.raises(hvd.MismatchError):
+        hvd.allreduce(np.ones(4, dtype), name="mismatch.dtype")
+    assert_still_works("after.dtype")
+
+
+def test_op_mismatch_on_every_rank():
+    op = hvd.Sum if hvd.rank() == 0 else hvd.Max
+    with pytest.raises(hvd.MismatchError):
+        hvd.allreduce(np.ones(4), op=op, name="mismatch.op")
+    assert_still_works("after.op")
+
+
+def test_broadcast_root_mismatch_on_every_rank():
+    with pytest.raises(hvd.MismatchError):
+        hvd.broadcast(np.ones(2), root_rank=hvd.rank(), name="mismatch.root")
+    assert_still_works("after.root")
+
+
+def test_bad_arguments_fail_at_once():
+    with pytest.raises(hvd.InvalidArgumentError) as info:
+        hvd.broadcast(np.ones(2), root_rank=hvd.size(), name="bad.root")
+    assert "root_rank" in str(info.value) and isinstance(info.value, ValueError)
+    with pytest.raises(hvd.InvalidArgumentError):
+        hvd.allreduce(np.ones(2), op=99, name="bad.op")
+    with pytest.raises(hvd.InvalidArgumentError):
+        hvd.allreduce(np.ones(2, bool), op=hvd.Average, name="bad.bool.average")
+    with pytest.raises(hvd.InvalidArgumentError):
+        hvd.allreduce(np.ones(2), name="bad.scale", prescale_factor=float("nan"))
+    with pytest.raises(hvd.InvalidArgumentError):
+        hvd.allreduce(np.ones(2), name="x" * 100000)
+    with pytest.raises(hvd.InvalidArgumentError):
+        hvd.allreduce(np.ones(2), name="bad.set", process_set=12345)
+    with pytest.raises(hvd.UnsupportedError) as info:
+        hvd.allreduce(np.ones(2), op=hvd.Adasum, name="bad.adasum")
+    assert isinstance(info.value, NotImplementedError)
+    assert_still_works("after.bad")
+
+
+def test_python_side_type_errors():
+    with pytest.raises(TypeError):
+        hvd.allreduce(np.ones(2, np.complex64), name="complex")
+    with pytest.raises(TypeError):
+        hvd.allreduce(np.ones(2, np.uint64), name="uint64")
+    with pytest.raises(TypeError):
+        hvd.allreduce(np.ones(2, np.float32), name="bf16.size", dtype=hvd.bfloat16)
+    with pytest.raises(TypeError):
+        hvd.allreduce_([1.0, 2.0], name="list.inplace")
+    with pytest.raises(ValueError):
+        hvd.allreduce_(np.ones(4)[::2], name="strided.inplace")
+    assert_still_works("after.types")
+
+
+def test_duplicate_name_in_flight():
+    # Rank 0 holds "dup" in flight until the others get the "go" broadcast, which it
+    # sends only after the duplicate was rejected: no race.
+    if hvd.rank() == 0:
+        first = hvd.allreduce_async(np.ones(2), op=hvd.Sum, name="dup")
+        with pytest.raises(hvd.DuplicateNameError) as info:
+            hvd.allreduce_async(np.ones(2), op=hvd.Sum, name="dup")
+        assert info.value.status == 4 and "dup" in str(info.value)
+        hvd.broadcast(np.ones(1), 0, name="dup.go")
+    else:
+        hvd.broadcast(np.ones(1), 0, name="dup.go")
+        first = hvd.allreduce_async(np.ones(2), op=hvd.Sum, name="dup")
+    np.testing.assert_array_equal(hvd.synchronize(first), np.full(2, float(hvd.size())))
+
+
+def test_unknown_handle():
+    handle = hvd.allreduce_async(np.ones(1), name="handle.once")
+    handle.wait()
+    with pytest.raises(hvd.InvalidArgumentError):
+        hvd.errors.check(hvd._capi.lib.hvd_wait(handle.raw), "hvd_wait")
+    assert handle.poll()  # a completed Handle answers without asking libhvd again

@@ -1,0 +1,52 @@
+"""Life cycle without the session fixture: before init, shutdown with work pending,
+init again."""
+import numpy as np
+import pytest
+
+import hvd
+
+
+def test_before_init_raises_not_initialized():
+    assert not hvd.is_initialized()
+    with pytest.raises(hvd.NotInitializedError):
+        hvd.rank()
+    with pytest.raises(hvd.NotInitializedError) as info:
+        hvd.allreduce(np.ones(2), name="early")
+    assert info.value.status == 1 and "init" in str(info.value)
+
+
+def test_shutdown_fails_pending_work_then_init_again():
+    hvd.init()
+    size = hvd.size()
+    pending = None
+    if hvd.rank() == 0:
+        # Nobody else submits this name: shutdown must complete it with an error.
+        pending = hvd.allreduce_async(np.ones(2), name="orphan")
+    hvd.shutdown()
+    if pending is not None:
+        with pytest.raises(hvd.ShutDownError):
+            pending.wait()
+    assert not hvd.is_initialized()
+    hvd.shutdown()  # harmless when not initialized
+    hvd.init()
+    assert hvd.size() == size
+    out = hvd.allreduce(np.ones(2), op=hvd.Sum, name="again")
+    np.testing.assert_array_equal(out, np.full(2, float(size)))
+    hvd.shutdown()
+
+
+def test_init_with_static_process_sets():
+    # The set's ranks depend on the size, learned from a first init.
+    hvd.init()
+    size = hvd.size()
+    hvd.shutdown()
+    evens = hvd.ProcessSet([r for r in range(size) if r % 2 == 0])
+    hvd.init(process_sets=[evens])
+    assert evens.process_set_id == 1 and hvd.process_set_ranks(evens) == evens.ranks
+    if evens.included():
+        out = hvd.allreduce(np.array([hvd.rank()]), op=hvd.Sum, name="evens",
+                            process_set=evens)
+        assert out[0] == sum(evens.ranks)
+    # A rank that shuts down early would fail the others' work: meet first.
+    hvd.allreduce(np.ones(1), name="evens.done")
+    hvd.shutdown()

@@ -1,0 +1,222 @@
+"""DistributedOptimizer against a single-process reference trained on the union of
+every rank's batches; broadcasting parameters and optimizer state; join."""
+import pytest
+
+torch = pytest.importorskip("torch")
+import hvd.torch as hvd  # noqa: E402
+from conftest import unsupported_skips  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("world")
+
+BATCH = 4
+
+
+def make_model(dtype=torch.float64):
+    torch.manual_seed(1234)  # the same start on every rank and for the reference
+    return torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.Tanh(),
+                               torch.nn.Linear(4, 1)).to(dtype)
+
+
+def batch(step, rank, dtype=torch.float64, micro=0):
+    g = torch.Generator().manual_seed(1000 * step + 10 * rank + micro)
+    x = torch.randn(BATCH, 5, generator=g).to(dtype)
+    return x, x.sum(1, keepdim=True).sin()
+
+
+def loss_fn(model, x, y):
+    return torch.nn.functional.mse_loss(model(x), y)
+
+
+def params_of(model):
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+
+def assert_same_on_every_rank(vector, name):
+    root = hvd.broadcast(vector, 0, name=name)
+    assert torch.equal(vector, root), f"parameters differ from rank 0's ({name})"
+
+
+def train(steps=4, passes=1, op=hvd.Average, dtype=torch.float64, **kwargs):
+    """Distributed training and its single-process reference; returns both models."""
+    model, reference = make_model(dtype), make_model(dtype)
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
+                                   model.named_parameters(), backward_passes_per_step=passes,
+                                   op=op, **kwargs)
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+    for step in range(steps):
+        opt.zero_grad()
+        for micro in range(passes):
+            loss_fn(model, *batch(step, hvd.rank(), dtype, micro)).backward()
+        opt.step()
+
+        ref_opt.zero_grad()
+        for micro in range(passes):
+            # The mean over the union of equal batches is the mean of the rank means;
+            # Sum adds the rank means instead.
+            losses = [loss_fn(reference, *batch(step, r, dtype, micro))
+                      for r in range(hvd.size())]
+            total = sum(losses) / (hvd.size() if op == hvd.Average else 1)
+            total.backward()
+        ref_opt.step()
+    return model, reference
+
+
+@pytest.mark.parametrize("variant", ["plain", "predivide", "groups2", "group_lists", "sum"])
+def test_matches_single_process_on_the_union_of_batches(variant):
+    kwargs = {"plain": {}, "predivide": {"gradient_predivide_factor": 2.0},
+              "groups2": {"groups": 2}, "group_lists": {}, "sum": {"op": hvd.Sum}}[variant]
+    if variant == "group_lists":
+        model, reference = make_model(), make_model()
+        model_params = list(model.parameters())
+        opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                       model.named_parameters(),
+                                       groups=[model_params[:2], model_params[2:3]])
+        ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+        for step in range(3):
+            opt.zero_grad()
+            loss_fn(model, *batch(step, hvd.rank())).backward()
+            opt.step()
+            ref_opt.zero_grad()
+            (sum(loss_fn(reference, *batch(step, r)) for r in range(hvd.size()))
+             / hvd.size()).backward()
+            ref_opt.step()
+    else:
+        model, reference = train(**kwargs)
+    assert torch.allclose(params_of(model), params_of(reference), rtol=1e-9, atol=1e-12)
+    assert_same_on_every_rank(params_of(model), f"opt.same.{variant}")
+
+
+def test_backward_passes_per_step_2():
+    model, reference = train(passes=2)
+    assert torch.allclose(params_of(model), params_of(reference), rtol=1e-9, atol=1e-12)
+    assert_same_on_every_rank(params_of(model), "opt.same.bpps2")
+
+
+def test_too_many_backward_passes_is_reported():
+    model = make_model()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   model.named_parameters(), backward_passes_per_step=1)
+    loss_fn(model, *batch(0, hvd.rank())).backward()
+    with pytest.raises(AssertionError):
+        loss_fn(model, *batch(1, hvd.rank())).backward()
+    opt.synchronize()  # completes the reduction that the first pass started
+    with opt.skip_synchronize():
+        opt.step()
+
+
+def test_fp16_compression_close_to_reference():
+    model, reference = train(dtype=torch.float32, compression=hvd.Compression.fp16)
+    assert torch.allclose(params_of(model), params_of(reference), rtol=1e-2, atol=1e-3)
+    assert_same_on_every_rank(params_of(model), "opt.same.fp16")
+
+
+def test_synchronize_then_clip_inside_skip_synchronize():
+    model = make_model()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   model.named_parameters())
+    loss_fn(model, *batch(0, hvd.rank())).backward()
+    opt.synchronize()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 0.01)
+    with opt.skip_synchronize():
+        opt.step()
+    assert_same_on_every_rank(params_of(model), "opt.same.clip")
+    with pytest.raises(AssertionError):
+        loss_fn(model, *batch(1, hvd.rank())).backward()
+        opt.zero_grad()  # gradients still in flight
+    opt.synchronize()
+
+
+def test_unused_parameters_still_reduced():
+    model = make_model()
+    extra = torch.nn.Parameter(torch.zeros(3, dtype=torch.float64))
+    named = list(model.named_parameters()) + [("extra", extra)]
+    opt = hvd.DistributedOptimizer(torch.optim.SGD([p for _, p in named], lr=0.1), named)
+    loss_fn(model, *batch(0, hvd.rank())).backward()
+    opt.step()  # "extra" got no gradient: it is reduced as zeros, not waited for forever
+    assert torch.equal(extra.detach(), torch.zeros(3, dtype=torch.float64))
+
+
+def test_named_parameters_are_checked():
+    model = make_model()
+    with pytest.raises(ValueError):
+        hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                 [("same", p) for p in model.parameters()])
+    with pytest.raises(ValueError):
+        hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                 list(model.named_parameters())[:1])
+
+
+def test_broadcast_parameters_from_root():
+    torch.manual_seed(hvd.rank())
+    model = torch.nn.Linear(3, 2)
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    assert_same_on_every_rank(params_of(model), "bp.state_dict")
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(hvd.rank())
+    hvd.broadcast_parameters(list(model.named_parameters()), root_rank=hvd.size() - 1)
+    assert_same_on_every_rank(params_of(model), "bp.named")
+
+
+def test_broadcast_optimizer_state_after_a_step_of_adam():
+    model = make_model()
+    opt = torch.optim.Adam(model.parameters(), lr=0.01 * (hvd.rank() + 1))
+    loss_fn(model, *batch(0, hvd.rank())).backward()
+    opt.step()  # different data per rank: different moments
+    root_state = hvd.broadcast_object(opt.state_dict(), root_rank=0, name="adam.root")
+    hvd.broadcast_optimizer_state(opt, root_rank=0)
+    mine = opt.state_dict()
+    assert mine["param_groups"][0]["lr"] == pytest.approx(0.01)
+    for index, state in root_state["state"].items():
+        for key, value in state.items():
+            assert torch.equal(torch.as_tensor(mine["state"][index][key]),
+                               torch.as_tensor(value)), key
+
+
+def test_broadcast_optimizer_state_to_ranks_that_never_stepped():
+    model = make_model()
+    opt = torch.optim.Adam(model.parameters(), lr=0.001)
+    if hvd.rank() == 0:
+        loss_fn(model, *batch(0, 0)).backward()
+        opt.step()
+    hvd.broadcast_optimizer_state(opt, root_rank=0)
+    assert len(opt.state_dict()["state"]) == len(list(model.parameters()))
+    step = opt.state_dict()["state"][0]["step"]
+    assert float(step) == 1.0
+
+
+def test_join_with_uneven_batches():
+    with unsupported_skips():
+        hvd.join()  # every rank finds out together whether join is available
+    model, reference = make_model(), make_model()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   model.named_parameters())
+    batches = 2 + hvd.rank()  # the last rank has the most
+    for step in range(batches):
+        opt.zero_grad()
+        loss_fn(model, *batch(step, hvd.rank())).backward()
+        opt.step()
+    last = hvd.join()
+    assert last == hvd.size() - 1
+    # Reference for the last rank: joined ranks contribute zeros, Average still divides
+    # by the full size.
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for step in range(2 + hvd.size() - 1):
+        ref_opt.zero_grad()
+        active = [r for r in range(hvd.size()) if step < 2 + r]
+        (sum(loss_fn(reference, *batch(step, r)) for r in active) / hvd.size()).backward()
+        ref_opt.step()
+    hvd.broadcast_parameters(model.state_dict(), root_rank=last)
+    assert torch.allclose(params_of(model), params_of(reference), rtol=1e-9, atol=1e-12)
+
+
+def test_hooks_start_reductions_during_backward():
+    model = make_model()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   model.named_parameters())
+    loss_fn(model, *batch(0, hvd.rank())).backward()
+    # Before step(): every gradient already has an allreduce in flight or done.
+    started = [opt._handles.get(p, (None,))[0] for p in model.parameters()]
+    assert all(h is not None for h in started)
+    opt.step()
+    assert not opt._handles

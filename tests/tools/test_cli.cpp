@@ -1,0 +1,166 @@
+// The command line: horovodrun's spellings, the command passed through from its
+// first word, and every usage error with its message.
+#include <string>
+#include <vector>
+
+#include "cli.h"
+
+#include "cmocka_cpp.h"
+
+using namespace hvdrun;
+
+namespace {
+
+LaunchOptions parse_ok(std::vector<std::string> args) {
+  CliOutcome r = parse_command_line(args);
+  if (r.kind != CliOutcome::Kind::Run) {
+    print_error("unexpected failure: %s\n", r.text.c_str());
+    fail();
+  }
+  return r.options;
+}
+
+std::string parse_error(std::vector<std::string> args) {
+  CliOutcome r = parse_command_line(args);
+  assert_int_equal(static_cast<int>(r.kind), static_cast<int>(CliOutcome::Kind::Error));
+  return r.text;
+}
+
+void command_passes_through(void**) {
+  // The program's own options are not hvdrun's, even where the names clash.
+  auto o = parse_ok({"-np", "2", "python", "train.py", "--lr", "0.1", "-x", "-H", "--verbose"});
+  assert_int_equal(*o.num_proc, 2);
+  assert_false(o.verbose);
+  assert_true(o.env.empty());
+  assert_words(o.command, "python", "train.py", "--lr", "0.1", "-x", "-H", "--verbose");
+
+  // `--` ends hvdrun's options, so a command may start with '-'.
+  o = parse_ok({"-np", "1", "--", "-weird-program", "a"});
+  assert_words(o.command, "-weird-program", "a");
+
+  // Arguments with spaces, quotes and ';' are words, never shell text.
+  o = parse_ok({"-np", "1", "./prog", "a b", "it's \"q\"", ";", "$HOME"});
+  assert_words(o.command, "./prog", "a b", "it's \"q\"", ";", "$HOME");
+}
+
+void horovodrun_spellings(void**) {
+  auto o = parse_ok({"-np", "4", "-H", "a:2,b:2", "prog"});
+  assert_int_equal(*o.num_proc, 4);
+  assert_string_equal(o.hosts->c_str(), "a:2,b:2");
+  o = parse_ok({"-np=3", "--hosts=a:3", "prog"});
+  assert_int_equal(*o.num_proc, 3);
+  assert_string_equal(o.hosts->c_str(), "a:3");
+  o = parse_ok({"--num-proc", "5", "-hostfile", "hosts.txt", "prog"});
+  assert_int_equal(*o.num_proc, 5);
+  assert_string_equal(o.hostfile->c_str(), "hosts.txt");
+  o = parse_ok({"-cb"});
+  assert_true(o.check_build);
+  o = parse_ok({"--version"});
+  assert_true(o.version);
+  o = parse_ok({"-p", "2222", "-i", "/k/id", "-np", "1", "prog"});
+  assert_int_equal(*o.ssh_port, 2222);
+  assert_string_equal(o.ssh_identity_file->c_str(), "/k/id");
+  // -np may be left out when the hosts say how many slots there are.
+  o = parse_ok({"-H", "a:2", "prog"});
+  assert_false(o.num_proc.has_value());
+}
+
+void values_that_look_like_options(void**) {
+  auto o = parse_ok({"-np", "2", "--mpi-args", "-launcher fork", "--binding-args",
+                     "-bind-to core", "prog"});
+  assert_string_equal(o.mpi_args->c_str(), "-launcher fork");
+  assert_string_equal(o.binding_args->c_str(), "-bind-to core");
+  o = parse_ok({"-np", "2", "--mpi-args=-launcher fork", "prog"});
+  assert_string_equal(o.mpi_args->c_str(), "-launcher fork");
+}
+
+void env_forwarding(void**) {
+  auto o = parse_ok({"-np", "1", "-x", "A", "-x", "B=1=2", "-x", "C=", "-xD=d", "prog"});
+  assert_int_equal(o.env.size(), 4);
+  assert_string_equal(o.env[0].name.c_str(), "A");
+  assert_false(o.env[0].value.has_value());
+  assert_string_equal(o.env[1].name.c_str(), "B");
+  assert_string_equal(o.env[1].value->c_str(), "1=2");
+  assert_string_equal(o.env[2].value->c_str(), "");
+  assert_string_equal(o.env[3].name.c_str(), "D");
+  assert_string_equal(o.env[3].value->c_str(), "d");
+  assert_contains(parse_error({"-np", "1", "-x", "1A=2", "prog"}),
+                  "'1A' is not a valid environment variable name");
+  assert_contains(parse_error({"-np", "1", "-x", "A-B", "prog"}), "not a valid environment");
+}
+
+void tuning_flags(void**) {
+  auto o = parse_ok({"-np", "1", "--fusion-threshold-mb", "32", "--cycle-time-ms", "2.5",
+                     "--cache-capacity", "0", "--hierarchical-allreduce",
+                     "--no-hierarchical-allgather", "--autotune", "--autotune-log-file", "a.csv",
+                     "--timeline-filename", "t.json", "--timeline-mark-cycles",
+                     "--stall-check-warning-time-seconds", "30",
+                     "--stall-check-shutdown-time-seconds", "90", "--no-stall-check",
+                     "--log-level", "DEBUG", "--thread-affinity", "0,4", "prog"});
+  const TuningOptions& t = o.tuning;
+  assert_true(*t.fusion_threshold_mb == 32.0);
+  assert_true(*t.cycle_time_ms == 2.5);
+  assert_int_equal(*t.cache_capacity, 0);
+  assert_true(*t.hierarchical_allreduce);
+  assert_false(*t.hierarchical_allgather);
+  assert_true(t.autotune);
+  assert_string_equal(t.autotune_log_file->c_str(), "a.csv");
+  assert_string_equal(t.timeline_filename->c_str(), "t.json");
+  assert_true(t.timeline_mark_cycles);
+  assert_true(*t.stall_check_warning_time_seconds == 30.0);
+  assert_true(*t.stall_check_shutdown_time_seconds == 90.0);
+  assert_true(t.no_stall_check);
+  assert_string_equal(t.log_level->c_str(), "DEBUG");
+  assert_string_equal(t.thread_affinity->c_str(), "0,4");
+  o = parse_ok({"-np", "1", "--verbose", "--dry-run", "--output-filename", "logs", "prog"});
+  assert_true(o.verbose);
+  assert_true(o.dry_run);
+  assert_string_equal(o.output_filename->c_str(), "logs");
+}
+
+void usage_errors(void**) {
+  assert_contains(parse_error({"-np", "0", "prog"}),
+                  "-np 0: the number of processes must be at least 1");
+  assert_contains(parse_error({"-np", "-3", "prog"}), "at least 1");
+  assert_contains(parse_error({"-np", "two", "prog"}), "two");
+  assert_contains(parse_error({"-np", "2"}), "no command to run");
+  assert_contains(parse_error({"-np", "2", "--"}), "no command to run");
+  assert_contains(parse_error({"prog"}), "-np is missing");
+  assert_contains(parse_error({"-np", "2", "--no-such-flag", "prog"}), "--no-such-flag");
+  assert_contains(parse_error({"-np", "2", "-H", "a", "--hostfile", "f", "prog"}), "excludes");
+  assert_contains(parse_error({"-np", "1", "--hierarchical-allreduce",
+                               "--no-hierarchical-allreduce", "prog"}),
+                  "excludes");
+  assert_contains(parse_error({"-np", "1", "-p", "70000", "prog"}), "not a TCP port");
+  assert_contains(parse_error({"-np", "1", "--output-filename", "", "prog"}), "--output-filename");
+  // An option that wants a value and is last: CLI11 says the value is missing.
+  assert_contains(parse_error({"-np"}), "num-proc");
+}
+
+void help_is_a_manual(void**) {
+  CliOutcome r = parse_command_line({"--help"});
+  assert_int_equal(static_cast<int>(r.kind), static_cast<int>(CliOutcome::Kind::Help));
+  for (const char* part : {"SYNOPSIS", "DESCRIPTION", "-np, --num-proc N", "-H, --hosts",
+                           "--fusion-threshold-mb MB", "HOROVOD_FUSION_THRESHOLD", "-x VAR",
+                           "--mpi-args", "ENVIRONMENT", "HVDRUN_MPIEXEC", "EXIT STATUS",
+                           "EXAMPLES"})
+    assert_contains(r.text, part);
+  assert_string_equal(help_text().c_str(), r.text.c_str());
+  r = parse_command_line({"-h"});
+  assert_int_equal(static_cast<int>(r.kind), static_cast<int>(CliOutcome::Kind::Help));
+}
+
+}  // namespace
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(command_passes_through),
+      cmocka_unit_test(horovodrun_spellings),
+      cmocka_unit_test(values_that_look_like_options),
+      cmocka_unit_test(env_forwarding),
+      cmocka_unit_test(tuning_flags),
+      cmocka_unit_test(usage_errors),
+      cmocka_unit_test(help_is_a_manual),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}

@@ -1,0 +1,380 @@
+#include "cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+
+namespace hvdrun {
+namespace {
+
+constexpr const char* kDescription =
+    "NAME\n"
+    "    hvdrun - run a libhvd (or Horovod) training job on MPI\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    hvdrun -np N [-H host:slots,... | --hostfile FILE] [options] command [args...]\n"
+    "    hvdrun --check-build | --version | --help\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Starts N copies of command as one MPI job, through the mpiexec of the MPI\n"
+    "    found on PATH (MPICH/Hydra, Open MPI or Intel MPI, detected from\n"
+    "    `mpiexec --version`). Takes horovodrun's options, so a horovodrun command line\n"
+    "    works unchanged. The tuning options become HOROVOD_* variables in every\n"
+    "    rank's environment. Everything from the first word that is not an option\n"
+    "    (or after `--`) is the command, passed to the ranks exactly as given: no\n"
+    "    shell runs it, so spaces, quotes and `;` in arguments arrive unchanged.\n"
+    "    SIGINT and SIGTERM sent to hvdrun are passed on to the job.\n";
+
+constexpr const char* kFooter =
+    "ENVIRONMENT\n"
+    "    HVDRUN_MPIEXEC  the MPI launcher to run instead of mpiexec (or mpirun) from\n"
+    "                    PATH, e.g. /opt/openmpi/bin/mpirun.\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    The job's exit status (128+N when the launcher was killed by signal N);\n"
+    "    2 for a usage error (bad option, -np larger than the slots, bad host list,\n"
+    "    unreadable hostfile, missing command); 127 when no MPI launcher can be run.\n"
+    "\n"
+    "EXAMPLES\n"
+    "    hvdrun -np 4 -H localhost:4 python train.py --lr 0.1\n"
+    "    hvdrun -np 16 -H server1:8,server2:8 --fusion-threshold-mb 32 python train.py\n"
+    "    hvdrun -np 8 --hostfile hosts.txt -x NCCL_DEBUG=INFO -x PYTHONPATH python train.py\n"
+    "    hvdrun -np 4 -H nodeA:2,nodeB:2 --mpi-args \"-launcher fork\" ./train_linear\n"
+    "    hvdrun -np 2 --output-filename logs ./train_linear   # logs/rank.0.stdout, ...\n"
+    "    hvdrun -np 2 --dry-run python train.py               # print the mpiexec command\n";
+
+// Lays options out as a man page does (name line, then the description wrapped
+// and indented) and shows horovodrun's single-dash spellings beside CLI11's names.
+class ManFormatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App*, std::string) const override {
+    return "USAGE\n    hvdrun [options] command [args...]\n";
+  }
+  std::string make_option_name(const CLI::Option* opt, bool is_positional) const override {
+    std::string name = CLI::Formatter::make_option_name(opt, is_positional);
+    if (opt->check_name("--num-proc")) return "-np, " + name;
+    if (opt->check_name("--check-build")) return "-cb, " + name;
+    if (opt->check_name("--hostfile")) return "-hostfile, " + name;
+    size_t comma = name.find(',');
+    if (comma != std::string::npos && name[comma + 1] != ' ') name.insert(comma + 1, " ");
+    return name;
+  }
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    return opt->get_type_name().empty() || opt->get_expected_min() == 0
+               ? std::string()
+               : " " + opt->get_type_name();
+  }
+  std::string make_option(const CLI::Option* opt, bool is_positional) const override {
+    std::string out = "    " + make_option_name(opt, is_positional) + make_option_opts(opt) + "\n";
+    return out + wrap(make_option_desc(opt), 8, 80);
+  }
+
+ private:
+  static std::string wrap(const std::string& text, size_t indent, size_t width) {
+    std::string out, line;
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t end = text.find(' ', start);
+      if (end == std::string::npos) end = text.size();
+      std::string word = text.substr(start, end - start);
+      if (!line.empty() && indent + line.size() + 1 + word.size() > width) {
+        out += std::string(indent, ' ') + line + "\n";
+        line.clear();
+      }
+      line += (line.empty() ? "" : " ") + word;
+      start = end + 1;
+    }
+    if (!line.empty()) out += std::string(indent, ' ') + line + "\n";
+    return out;
+  }
+};
+
+// horovodrun's single-dash long options, which CLI11 cannot declare.
+std::string normalize_alias(const std::string& tok) {
+  static const std::pair<const char*, const char*> aliases[] = {
+      {"-np", "--num-proc"}, {"-cb", "--check-build"}, {"-hostfile", "--hostfile"}};
+  for (const auto& [from, to] : aliases) {
+    std::string f = from;
+    if (tok == f) return to;
+    if (tok.rfind(f + "=", 0) == 0) return std::string(to) + tok.substr(f.size());
+  }
+  return tok;
+}
+
+bool valid_env_name(const std::string& name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+template <typename T>
+void add_optional(CLI::App& app, const std::string& name, std::optional<T>& field,
+                  const std::string& desc, const std::string& type_name) {
+  app.add_option_function<T>(name, [&field](const T& v) { field = v; }, desc)
+      ->type_name(type_name);
+}
+
+std::unique_ptr<CLI::App> make_app(LaunchOptions& o, std::vector<std::string>& env_args) {
+  auto app = std::make_unique<CLI::App>(kDescription, "hvdrun");
+  app->formatter(std::make_shared<ManFormatter>());
+  app->footer(kFooter);
+  TuningOptions& t = o.tuning;
+
+  const std::string procs = "Processes and hosts";
+  add_optional(*app, "--num-proc", o.num_proc,
+               "Number of processes (ranks) to start. Defaults to the total slots of "
+               "-H or --hostfile",
+               "N");
+  app->get_option("--num-proc")->group(procs);
+  add_optional(*app, "-H,--hosts", o.hosts,
+               "Hosts and their slots, e.g. node1:4,node2:4 (a host without :N has 1 slot). "
+               "Without -H or --hostfile all ranks run on this machine",
+               "HOST:N,...");
+  app->get_option("--hosts")->group(procs);
+  add_optional(*app, "--hostfile", o.hostfile,
+               "File with one host per line: 'host slots=N', 'host:N' or 'host'; # starts "
+               "a comment",
+               "FILE");
+  app->get_option("--hostfile")->group(procs)->excludes("--hosts");
+
+  const std::string tune = "Tuning (each sets a HOROVOD_* variable in the ranks)";
+  auto tuning = [&](CLI::Option* opt) { opt->group(tune); };
+  add_optional(*app, "--fusion-threshold-mb", t.fusion_threshold_mb,
+               "Largest fused buffer, in MiB (HOROVOD_FUSION_THRESHOLD, in bytes; "
+               "default 128; 0 turns fusion off)",
+               "MB");
+  tuning(app->get_option("--fusion-threshold-mb"));
+  add_optional(*app, "--cycle-time-ms", t.cycle_time_ms,
+               "Milliseconds between negotiation rounds (HOROVOD_CYCLE_TIME; default 1)", "MS");
+  tuning(app->get_option("--cycle-time-ms"));
+  add_optional(*app, "--cache-capacity", t.cache_capacity,
+               "Entries in the response cache; 0 turns it off (HOROVOD_CACHE_CAPACITY; "
+               "default 1024)",
+               "N");
+  tuning(app->get_option("--cache-capacity"));
+  auto* har = app->add_flag_callback(
+      "--hierarchical-allreduce", [&t] { t.hierarchical_allreduce = true; },
+      "Reduce within each node, then across nodes (HOROVOD_HIERARCHICAL_ALLREDUCE=1)");
+  auto* nohar = app->add_flag_callback(
+      "--no-hierarchical-allreduce", [&t] { t.hierarchical_allreduce = false; },
+      "Flat allreduce (HOROVOD_HIERARCHICAL_ALLREDUCE=0)");
+  har->excludes(nohar);
+  tuning(har);
+  tuning(nohar);
+  auto* hag = app->add_flag_callback(
+      "--hierarchical-allgather", [&t] { t.hierarchical_allgather = true; },
+      "Gather within each node first (HOROVOD_HIERARCHICAL_ALLGATHER=1)");
+  auto* nohag = app->add_flag_callback(
+      "--no-hierarchical-allgather", [&t] { t.hierarchical_allgather = false; },
+      "Flat allgather (HOROVOD_HIERARCHICAL_ALLGATHER=0)");
+  hag->excludes(nohag);
+  tuning(hag);
+  tuning(nohag);
+  tuning(app->add_flag("--autotune", t.autotune,
+                       "Tune fusion threshold and cycle time while training (HOROVOD_AUTOTUNE=1)"));
+  add_optional(*app, "--autotune-log-file", t.autotune_log_file,
+               "CSV log of the autotuner's samples (HOROVOD_AUTOTUNE_LOG)", "FILE");
+  tuning(app->get_option("--autotune-log-file"));
+  add_optional(*app, "--autotune-warmup-samples", t.autotune_warmup_samples,
+               "Samples the autotuner discards first (HOROVOD_AUTOTUNE_WARMUP_SAMPLES)", "N");
+  tuning(app->get_option("--autotune-warmup-samples"));
+  add_optional(*app, "--autotune-steps-per-sample", t.autotune_steps_per_sample,
+               "Steps per autotune sample (HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE)", "N");
+  tuning(app->get_option("--autotune-steps-per-sample"));
+  add_optional(*app, "--autotune-bayes-opt-max-samples", t.autotune_bayes_opt_max_samples,
+               "Most samples of the Bayesian optimisation "
+               "(HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES)",
+               "N");
+  tuning(app->get_option("--autotune-bayes-opt-max-samples"));
+  add_optional(*app, "--autotune-gaussian-process-noise", t.autotune_gaussian_process_noise,
+               "Noise of the autotuner's Gaussian process "
+               "(HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE)",
+               "X");
+  tuning(app->get_option("--autotune-gaussian-process-noise"));
+  add_optional(*app, "--timeline-filename", t.timeline_filename,
+               "Write a Chrome-trace timeline of the collectives to FILE (HOROVOD_TIMELINE)",
+               "FILE");
+  tuning(app->get_option("--timeline-filename"));
+  tuning(app->add_flag("--timeline-mark-cycles", t.timeline_mark_cycles,
+                       "Mark negotiation rounds in the timeline (HOROVOD_TIMELINE_MARK_CYCLES=1)"));
+  add_optional(*app, "--stall-check-warning-time-seconds", t.stall_check_warning_time_seconds,
+               "Warn about tensors some ranks have not submitted after this long "
+               "(HOROVOD_STALL_CHECK_TIME_SECONDS; default 60)",
+               "S");
+  tuning(app->get_option("--stall-check-warning-time-seconds"));
+  add_optional(*app, "--stall-check-shutdown-time-seconds", t.stall_check_shutdown_time_seconds,
+               "Fail such tensors after this long; 0 never "
+               "(HOROVOD_STALL_SHUTDOWN_TIME_SECONDS)",
+               "S");
+  tuning(app->get_option("--stall-check-shutdown-time-seconds"));
+  tuning(app->add_flag("--no-stall-check", t.no_stall_check,
+                       "Turn the stall inspector off (HOROVOD_STALL_CHECK_DISABLE=1)"));
+  add_optional(*app, "--log-level", t.log_level,
+               "trace, debug, info, warning, error or fatal (HOROVOD_LOG_LEVEL)", "LEVEL");
+  tuning(app->get_option("--log-level"));
+  add_optional(*app, "--thread-affinity", t.thread_affinity,
+               "Core for each local rank's background thread, e.g. 0,8 "
+               "(HOROVOD_THREAD_AFFINITY)",
+               "CORES");
+  tuning(app->get_option("--thread-affinity"));
+
+  const std::string mpi = "Environment and MPI";
+  app->add_option("-x", env_args,
+                  "Pass VAR (its value here) or VAR=value to every rank; repeatable. The "
+                  "rest of the environment arrives as the MPI passes it (MPICH: all of it)")
+      ->type_name("VAR[=VALUE]")
+      ->allow_extra_args(false)
+      ->group(mpi);
+  add_optional(*app, "--mpi-args", o.mpi_args,
+               "Extra mpiexec arguments, split into words as a shell would (quotes work, "
+               "nothing is expanded), e.g. \"-launcher fork\"",
+               "\"ARGS\"");
+  app->get_option("--mpi-args")->group(mpi);
+  add_optional(*app, "--binding-args", o.binding_args,
+               "Process binding arguments replacing the default (Open MPI: --bind-to none "
+               "--map-by slot; MPICH and Intel MPI: none, the MPI's own default)",
+               "\"ARGS\"");
+  app->get_option("--binding-args")->group(mpi);
+  add_optional(*app, "--network-interface", o.network_interface,
+               "Network interfaces for MPI and NCCL, e.g. eth0 or eth0,ib0 "
+               "(sets NCCL_SOCKET_IFNAME)",
+               "IF[,IF...]");
+  app->get_option("--network-interface")->group(mpi);
+  add_optional(*app, "-p,--ssh-port", o.ssh_port, "SSH port on the remote hosts", "PORT");
+  app->get_option("--ssh-port")->group(mpi);
+  add_optional(*app, "-i,--ssh-identity-file", o.ssh_identity_file,
+               "SSH private key for the remote hosts", "FILE");
+  app->get_option("--ssh-identity-file")->group(mpi);
+
+  const std::string out = "Output";
+  add_optional(*app, "--output-filename", o.output_filename,
+               "Write each rank's output to files under DIR instead of the terminal "
+               "(MPICH, Intel MPI: DIR/rank.R.stdout and DIR/rank.R.stderr; Open MPI: its "
+               "own layout under DIR). DIR is created",
+               "DIR");
+  app->get_option("--output-filename")->group(out);
+  app->add_flag("--verbose", o.verbose, "Print the MPI command line before running it")
+      ->group(out);
+  app->add_flag("--dry-run", o.dry_run, "Print the MPI command line and exit without running")
+      ->group(out);
+
+  const std::string info = "Information";
+  app->add_flag("--check-build", o.check_build,
+                "Print which of MPI, CUDA, NCCL and hwloc libhvd was built with, as horovodrun --check-build does")
+      ->group(info);
+  app->add_flag("-v,--version", o.version, "Print hvdrun's and libhvd's versions")->group(info);
+  app->set_help_flag("-h,--help", "Print this help and exit")->group(info);
+  return app;
+}
+
+// Splits args into hvdrun's own options (rewritten so that CLI11 sees every value
+// attached to its option) and the command, which starts at the first word that is
+// neither an option nor an option's value.
+void split_arguments(const CLI::App& app, const std::vector<std::string>& args,
+                     std::vector<std::string>& own, std::vector<std::string>& command) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--") {
+      command.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      return;
+    }
+    if (args[i].size() < 2 || args[i][0] != '-') {
+      command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+      return;
+    }
+    std::string tok = normalize_alias(args[i]);
+    const CLI::Option* opt = nullptr;
+    if (tok.find('=') == std::string::npos) opt = app.get_option_no_throw(tok);
+    if (!opt || opt->get_expected_min() == 0 || i + 1 >= args.size()) {
+      own.push_back(tok);
+      continue;
+    }
+    // Attaching the value keeps CLI11 from reading "-launcher fork" as an option.
+    const std::string& value = args[++i];
+    if (tok.rfind("--", 0) == 0) {
+      own.push_back(tok + "=" + value);
+    } else if (!value.empty()) {
+      own.push_back(tok + value);
+    } else {
+      own.push_back(tok);
+      own.push_back(value);
+    }
+  }
+}
+
+CliOutcome error(std::string message) {
+  CliOutcome r;
+  r.kind = CliOutcome::Kind::Error;
+  r.text = std::move(message);
+  return r;
+}
+
+}  // namespace
+
+CliOutcome parse_command_line(const std::vector<std::string>& args) {
+  CliOutcome outcome;
+  std::vector<std::string> env_args;
+  std::unique_ptr<CLI::App> app;
+  try {
+    app = make_app(outcome.options, env_args);
+  } catch (const std::exception& e) {
+    return error(std::string("internal error building the option table: ") + e.what());
+  }
+
+  std::vector<std::string> own;
+  split_arguments(*app, args, own, outcome.options.command);
+  // CLI11 takes the arguments last-first.
+  std::vector<std::string> reversed(own.rbegin(), own.rend());
+  try {
+    app->parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    outcome.kind = CliOutcome::Kind::Help;
+    outcome.text = help_text();
+    return outcome;
+  } catch (const CLI::ParseError& e) {
+    return error(e.what());
+  } catch (const std::exception& e) {
+    return error(e.what());
+  }
+
+  LaunchOptions& o = outcome.options;
+  for (const auto& arg : env_args) {
+    size_t eq = arg.find('=');
+    EnvForward f{arg.substr(0, eq), std::nullopt};
+    if (eq != std::string::npos) f.value = arg.substr(eq + 1);
+    if (!valid_env_name(f.name))
+      return error("-x " + arg + ": '" + f.name +
+                   "' is not a valid environment variable name (letters, digits and _, not "
+                   "starting with a digit)");
+    o.env.push_back(std::move(f));
+  }
+  if (o.num_proc && *o.num_proc < 1)
+    return error("-np " + std::to_string(*o.num_proc) + ": the number of processes must be at "
+                 "least 1");
+  if (o.ssh_port && (*o.ssh_port < 1 || *o.ssh_port > 65535))
+    return error("--ssh-port " + std::to_string(*o.ssh_port) + ": not a TCP port (1-65535)");
+  if (o.output_filename && o.output_filename->empty())
+    return error("--output-filename: the directory name is empty");
+
+  bool informational = o.check_build || o.version;
+  if (o.command.empty() && !informational)
+    return error("no command to run: give the program and its arguments after the options, "
+                 "e.g. hvdrun -np 2 python train.py");
+  if (!o.num_proc && !o.hosts && !o.hostfile && !informational)
+    return error("-np is missing: say how many processes to start, e.g. hvdrun -np 2 " +
+                 (o.command.empty() ? std::string("python train.py") : o.command[0]));
+  outcome.kind = CliOutcome::Kind::Run;
+  return outcome;
+}
+
+std::string help_text() {
+  LaunchOptions unused;
+  std::vector<std::string> env_args;
+  auto app = make_app(unused, env_args);
+  return app->help();
+}
+
+}  // namespace hvdrun

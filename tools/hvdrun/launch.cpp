@@ -1,0 +1,151 @@
+#include "launch.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+namespace hvdrun {
+namespace {
+
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+// The job's process group, read by the signal handler; 0 while there is none.
+volatile sig_atomic_t g_job_pgid = 0;
+// The last signal passed on to the job; 0 if none.
+volatile sig_atomic_t g_forwarded_signal = 0;
+
+void forward_signal(int sig) {
+  int saved = errno;
+  g_forwarded_signal = sig;
+  if (g_job_pgid > 0) ::kill(-static_cast<pid_t>(g_job_pgid), sig);
+  errno = saved;
+}
+
+// The job runs in its own process group so that a signal reaches mpiexec and
+// everything it started. When hvdrun owns the terminal, the job's group is made
+// the foreground group, or mpiexec (which reads stdin for rank 0) would be stopped
+// by SIGTTIN; Ctrl-C then reaches the job directly.
+class TerminalHandover {
+ public:
+  void give_to(pid_t pgid) {
+    if (!::isatty(STDIN_FILENO) || ::tcgetpgrp(STDIN_FILENO) != ::getpgrp()) return;
+    if (set_foreground(pgid)) owned_ = true;
+  }
+  ~TerminalHandover() {
+    if (owned_) set_foreground(::getpgrp());
+  }
+
+ private:
+  static bool set_foreground(pid_t pgid) {
+    // A background group changing the foreground gets SIGTTOU unless it is blocked.
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTTOU);
+    ::sigprocmask(SIG_BLOCK, &block, &old);
+    bool ok = ::tcsetpgrp(STDIN_FILENO, pgid) == 0;
+    ::sigprocmask(SIG_SETMASK, &old, nullptr);
+    return ok;
+  }
+  bool owned_ = false;
+};
+
+}  // namespace
+
+JobOutcome run_job(const LaunchCommand& command) {
+  JobOutcome outcome;
+  if (command.argv.empty()) {
+    outcome.error = "empty command";
+    return outcome;
+  }
+  std::vector<char*> argv;
+  for (const auto& a : command.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+
+  // The child reports a failed exec through this pipe; a successful exec closes it.
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) {
+    outcome.error = std::string("cannot create a pipe: ") + std::strerror(errno);
+    return outcome;
+  }
+
+  // Hold the forwarded signals until the job's group is known.
+  sigset_t forwarded, old_mask;
+  sigemptyset(&forwarded);
+  for (int sig : kForwarded) sigaddset(&forwarded, sig);
+  ::sigprocmask(SIG_BLOCK, &forwarded, &old_mask);
+  // A signal ignored when hvdrun started (nohup, or SIGINT for a background job of
+  // a non-interactive shell) stays ignored, for hvdrun and for the job, as a shell
+  // would have it.
+  struct sigaction old_actions[4];
+  struct sigaction action {};
+  action.sa_handler = forward_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  for (size_t i = 0; i < 4; ++i) {
+    ::sigaction(kForwarded[i], nullptr, &old_actions[i]);
+    if (old_actions[i].sa_handler != SIG_IGN) ::sigaction(kForwarded[i], &action, nullptr);
+  }
+
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    outcome.error = std::string("cannot fork: ") + std::strerror(errno);
+    for (size_t i = 0; i < 4; ++i) ::sigaction(kForwarded[i], &old_actions[i], nullptr);
+    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    ::close(report[0]);
+    ::close(report[1]);
+    return outcome;
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    for (size_t i = 0; i < 4; ++i) ::sigaction(kForwarded[i], &old_actions[i], nullptr);
+    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    for (const auto& [name, value] : command.launcher_env) ::setenv(name.c_str(), value.c_str(), 1);
+    ::execvp(argv[0], argv.data());
+    int err = errno;
+    ssize_t ignored = ::write(report[1], &err, sizeof err);
+    (void)ignored;
+    ::_exit(127);
+  }
+
+  // Both sides set the group, so it exists whichever runs first.
+  ::setpgid(pid, pid);
+  g_forwarded_signal = 0;
+  g_job_pgid = pid;
+  TerminalHandover terminal;
+  terminal.give_to(pid);
+  ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+
+  ::close(report[1]);
+  int exec_errno = 0;
+  ssize_t n;
+  do {
+    n = ::read(report[0], &exec_errno, sizeof exec_errno);
+  } while (n < 0 && errno == EINTR);
+  ::close(report[0]);
+
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  g_job_pgid = 0;
+  for (size_t i = 0; i < 4; ++i) ::sigaction(kForwarded[i], &old_actions[i], nullptr);
+
+  if (n == static_cast<ssize_t>(sizeof exec_errno)) {
+    outcome.error = "cannot run '" + command.argv[0] + "': " + std::strerror(exec_errno);
+    outcome.exit_status = 127;
+    return outcome;
+  }
+  outcome.started = true;
+  outcome.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  // Hydra sometimes exits 0 after a SIGTERM that stopped the job; a stopped job
+  // did not succeed, and a scheduler must be able to tell.
+  if (outcome.exit_status == 0 && g_forwarded_signal != 0)
+    outcome.exit_status = 128 + g_forwarded_signal;
+  return outcome;
+}
+
+}  // namespace hvdrun

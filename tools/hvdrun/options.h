@@ -1,0 +1,61 @@
+// What the user asked hvdrun for: the parsed command line, before any decision
+// about the MPI implementation. Filled by parse_command_line (cli.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hvdrun {
+
+// Horovod's tuning flags. Each set field becomes a HOROVOD_* variable in the
+// ranks' environment (env_mapping.h); unset fields leave the library's default.
+struct TuningOptions {
+  std::optional<double> fusion_threshold_mb;
+  std::optional<double> cycle_time_ms;
+  std::optional<int64_t> cache_capacity;
+  std::optional<bool> hierarchical_allreduce;
+  std::optional<bool> hierarchical_allgather;
+  bool autotune = false;
+  std::optional<std::string> autotune_log_file;
+  std::optional<int64_t> autotune_warmup_samples;
+  std::optional<int64_t> autotune_steps_per_sample;
+  std::optional<int64_t> autotune_bayes_opt_max_samples;
+  std::optional<double> autotune_gaussian_process_noise;
+  std::optional<std::string> timeline_filename;
+  bool timeline_mark_cycles = false;
+  std::optional<double> stall_check_warning_time_seconds;
+  std::optional<double> stall_check_shutdown_time_seconds;
+  bool no_stall_check = false;
+  std::optional<std::string> log_level;
+  std::optional<std::string> thread_affinity;
+};
+
+// One -x argument: VAR (forward the launcher's value) or VAR=value.
+struct EnvForward {
+  std::string name;
+  std::optional<std::string> value;
+  bool operator==(const EnvForward&) const = default;
+};
+
+struct LaunchOptions {
+  std::optional<int64_t> num_proc;            // -np
+  std::optional<std::string> hosts;           // -H text, parsed later
+  std::optional<std::string> hostfile;        // --hostfile path
+  TuningOptions tuning;
+  std::vector<EnvForward> env;                // -x, in order
+  std::optional<std::string> mpi_args;        // --mpi-args text, split later
+  std::optional<std::string> binding_args;    // --binding-args text, split later
+  std::optional<std::string> network_interface;  // --network-interface
+  std::optional<int> ssh_port;                // -p
+  std::optional<std::string> ssh_identity_file;  // -i
+  std::optional<std::string> output_filename; // --output-filename DIR
+  bool verbose = false;
+  bool dry_run = false;
+  bool check_build = false;
+  bool version = false;
+  std::vector<std::string> command;           // the program and its arguments
+};
+
+}  // namespace hvdrun

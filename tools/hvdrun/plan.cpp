@@ -1,0 +1,139 @@
+#include "plan.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "shell_words.h"
+
+namespace hvdrun {
+
+bool mpi_args_allow_oversubscription(const std::vector<std::string>& mpi_args) {
+  for (const auto& arg : mpi_args) {
+    std::string lower(arg);
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (lower.find("oversubscribe") != std::string::npos) return true;
+  }
+  return false;
+}
+
+Result<LaunchPlan> make_plan(const LaunchOptions& o, const PlanContext& ctx) {
+  using R = Result<LaunchPlan>;
+  LaunchPlan plan;
+  plan.flavor = ctx.flavor;
+  plan.launcher = ctx.launcher;
+  plan.running_as_root = ctx.running_as_root;
+  plan.command = o.command;
+  if (plan.command.empty()) return R::failure("no command to run");
+
+  if (o.hosts) {
+    auto hosts = parse_host_list(*o.hosts);
+    if (!hosts) return R::failure(hosts.error());
+    plan.hosts = std::move(hosts).value();
+  } else if (o.hostfile) {
+    auto hosts = read_hostfile(*o.hostfile);
+    if (!hosts) return R::failure(hosts.error());
+    plan.hosts = std::move(hosts).value();
+  }
+
+  if (o.mpi_args) {
+    auto words = split_shell_words(*o.mpi_args);
+    if (!words) return R::failure("--mpi-args: " + words.error());
+    plan.mpi_args = std::move(words).value();
+  }
+  if (o.binding_args) {
+    auto words = split_shell_words(*o.binding_args);
+    if (!words) return R::failure("--binding-args: " + words.error());
+    plan.binding_args = std::move(words).value();
+  }
+
+  int64_t slots = total_slots(plan.hosts);
+  if (o.num_proc) {
+    plan.num_proc = *o.num_proc;
+    if (plan.num_proc < 1)
+      return R::failure("-np " + std::to_string(plan.num_proc) +
+                        ": the number of processes must be at least 1");
+  } else if (slots > 0) {
+    plan.num_proc = slots;
+  } else {
+    return R::failure("-np is missing: say how many processes to start");
+  }
+  if (!plan.hosts.empty() && plan.num_proc > slots &&
+      !mpi_args_allow_oversubscription(plan.mpi_args)) {
+    std::string source = o.hosts ? "-H " + *o.hosts : "hostfile " + *o.hostfile;
+    return R::failure("-np " + std::to_string(plan.num_proc) + " is more than the " +
+                      std::to_string(slots) + " slot" + (slots == 1 ? "" : "s") + " of " +
+                      source + "; lower -np, add slots" +
+                      (ctx.flavor == MpiFlavor::OpenMpi
+                           ? ", or pass --mpi-args=--oversubscribe"
+                           : std::string()));
+  }
+
+  auto tuning = tuning_environment(o.tuning);
+  if (!tuning) return R::failure(tuning.error());
+  plan.rank_env = std::move(tuning).value();
+
+  if (o.network_interface) {
+    std::string nic;
+    for (char c : *o.network_interface + ",") {
+      if (c == ',' || c == ' ' || c == '\t') {
+        if (!nic.empty()) plan.network_interfaces.push_back(nic);
+        nic.clear();
+      } else {
+        nic += c;
+      }
+    }
+    if (plan.network_interfaces.empty())
+      return R::failure("--network-interface '" + *o.network_interface +
+                        "': give one or more interface names separated by commas, e.g. eth0");
+    std::string joined;
+    for (const auto& name : plan.network_interfaces) joined += (joined.empty() ? "" : ",") + name;
+    set_env(plan.rank_env, "NCCL_SOCKET_IFNAME", joined);
+  }
+
+  // -x comes last so that an explicit value wins over a tuning flag's.
+  for (const auto& e : o.env) {
+    if (e.value) {
+      set_env(plan.rank_env, e.name, *e.value);
+      continue;
+    }
+    std::optional<std::string> here = ctx.getenv ? ctx.getenv(e.name) : std::nullopt;
+    if (!here) {
+      plan.warnings.push_back("-x " + e.name + ": " + e.name +
+                              " is not set here, so it is not passed on");
+      continue;
+    }
+    if (ctx.flavor == MpiFlavor::OpenMpi) {
+      // Open MPI copies the value itself, which keeps it out of --verbose output.
+      if (std::find(plan.forward_names.begin(), plan.forward_names.end(), e.name) ==
+          plan.forward_names.end())
+        plan.forward_names.push_back(e.name);
+    } else {
+      set_env(plan.rank_env, e.name, *here);
+    }
+  }
+
+  if (ctx.flavor == MpiFlavor::OpenMpi) {
+    // Remote Open MPI ranks see only what -x names; these are what a job needs to
+    // find its interpreter and libraries.
+    for (const char* common : {"PATH", "LD_LIBRARY_PATH", "PYTHONPATH"}) {
+      bool named = std::any_of(plan.rank_env.begin(), plan.rank_env.end(),
+                               [&](const auto& e) { return e.first == common; }) ||
+                   std::find(plan.forward_names.begin(), plan.forward_names.end(), common) !=
+                       plan.forward_names.end();
+      if (!named && ctx.getenv && ctx.getenv(common)) plan.forward_names.push_back(common);
+    }
+  }
+
+  plan.ssh_port = o.ssh_port;
+  plan.ssh_identity_file = o.ssh_identity_file;
+  plan.output_dir = o.output_filename;
+  if (plan.output_dir && ctx.flavor != MpiFlavor::OpenMpi &&
+      plan.output_dir->find('%') != std::string::npos)
+    return R::failure("--output-filename " + *plan.output_dir +
+                      ": '%' is not allowed in the directory name with Hydra, which reads it "
+                      "as a pattern");
+  return plan;
+}
+
+}  // namespace hvdrun

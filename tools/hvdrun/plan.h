@@ -1,0 +1,51 @@
+// The launch plan: the user's options checked and resolved (hosts parsed, slots
+// counted, tuning flags turned into variables, -x values looked up) for one MPI
+// implementation. Building it does no I/O except reading the hostfile.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "env_mapping.h"
+#include "hosts.h"
+#include "mpi_detect.h"
+#include "options.h"
+#include "result.h"
+
+namespace hvdrun {
+
+struct LaunchPlan {
+  MpiFlavor flavor = MpiFlavor::Mpich;
+  std::string launcher;                   // program to exec (mpiexec, mpirun, ...)
+  int64_t num_proc = 1;
+  HostList hosts;                         // empty: every rank on this machine
+  EnvList rank_env;                       // NAME=value set in every rank
+  std::vector<std::string> forward_names; // Open MPI only: -x NAME, value from here
+  std::optional<std::vector<std::string>> binding_args;  // replaces the default
+  std::vector<std::string> mpi_args;
+  std::vector<std::string> network_interfaces;
+  std::optional<int> ssh_port;
+  std::optional<std::string> ssh_identity_file;
+  std::optional<std::string> output_dir;
+  bool running_as_root = false;
+  std::vector<std::string> command;
+  std::vector<std::string> warnings;      // printed, not fatal
+};
+
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+
+struct PlanContext {
+  MpiFlavor flavor = MpiFlavor::Mpich;
+  std::string launcher = "mpiexec";
+  bool running_as_root = false;
+  EnvLookup getenv;  // the launcher's environment, for -x VAR
+};
+
+Result<LaunchPlan> make_plan(const LaunchOptions& options, const PlanContext& context);
+
+// True if the user's MPI arguments allow more ranks than slots.
+bool mpi_args_allow_oversubscription(const std::vector<std::string>& mpi_args);
+
+}  // namespace hvdrun
