@@ -1,0 +1,126 @@
+"""Runs hvd-bench with --json and checks the lines against the keys that scripts
+read (docs/performance.md): present when measured, absent when not, ratios that
+agree with the medians, and no wrong elements. No timing is asserted.
+
+usage: check_bench_json.py KIND -- COMMAND...
+KIND: baseline (workload/tensors with --baseline), plain (without), latency,
+      sweep, idle
+"""
+import json
+import math
+import subprocess
+import sys
+
+STATS = ("median", "min", "max")
+
+
+def fail(message):
+    print("check_bench_json: " + message, file=sys.stderr)
+    sys.exit(1)
+
+
+def check_stats(line, key):
+    value = line.get(key)
+    if not isinstance(value, dict) or set(value) != set(STATS):
+        fail("%s should be {median, min, max}: %r" % (key, value))
+    for name in STATS:
+        if not isinstance(value[name], (int, float)) or not value[name] > 0:
+            fail("%s.%s should be a positive number: %r" % (key, name, value[name]))
+    if not value["min"] <= value["median"] <= value["max"]:
+        fail("%s: min <= median <= max does not hold: %r" % (key, value))
+
+
+def check_ratio(line, key, reference):
+    want = line[reference]["median"] / line["hvd_ms"]["median"]
+    if not math.isclose(line[key], want, rel_tol=1e-3):
+        fail("%s is %r, but %s.median / hvd_ms.median is %r" % (key, line[key], reference, want))
+
+
+def check_step(line, baseline, latency):
+    for key in ("mode", "op", "ranks", "tensors", "bytes", "hvd_ms", "wrong"):
+        if key not in line:
+            fail("key %s missing in %r" % (key, line))
+    if line["mode"] not in ("workload", "tensors") or line["op"] != "allreduce":
+        fail("unexpected mode/op in %r" % line)
+    if line["wrong"] != 0:
+        fail("%d wrong elements" % line["wrong"])
+    check_stats(line, "hvd_ms")
+    references = ("limit_ms", "limit_strategy", "per_tensor_ms", "vs_limit", "vs_per_tensor")
+    for key in references:
+        if (key in line) != baseline:
+            fail("key %s should be %s" % (key, "present" if baseline else "absent"))
+    if baseline:
+        check_stats(line, "limit_ms")
+        check_stats(line, "per_tensor_ms")
+        if line["limit_strategy"] not in ("per-tensor", "packed", "packed-chunks-1MiB",
+                                          "packed-chunks-4MiB", "packed-chunks-16MiB"):
+            fail("unknown limit_strategy %r" % line["limit_strategy"])
+        if line["limit_ms"]["median"] > line["per_tensor_ms"]["median"]:
+            fail("the limit is slower than the per-tensor reference")
+        check_ratio(line, "vs_limit", "limit_ms")
+        check_ratio(line, "vs_per_tensor", "per_tensor_ms")
+    if latency:
+        check_stats(line, "hvd_latency_us")
+        if baseline:
+            check_stats(line, "raw_latency_us")
+    elif "hvd_latency_us" in line or "raw_latency_us" in line:
+        fail("latency keys belong to the latency case only")
+
+
+def check_sweep(lines):
+    seen = set()
+    for line in lines:
+        for key in ("mode", "op", "ranks", "tensors", "bytes", "count", "in_place"):
+            if key not in line:
+                fail("key %s missing in %r" % (key, line))
+        seen.add(line["op"])
+        if "status" in line:
+            if line["status"] not in ("unsupported", "invalid") or "hvd_ms" in line:
+                fail("a refused case must carry no times: %r" % line)
+            continue
+        check_stats(line, "hvd_ms")
+        if line.get("wrong") != 0:
+            fail("wrong elements or no check in %r" % line)
+        if "per_tensor_ms" in line:
+            check_ratio(line, "vs_per_tensor", "per_tensor_ms")
+    if not {"allreduce", "broadcast"} <= seen:
+        fail("allreduce and broadcast rows expected, got %s" % sorted(seen))
+
+
+def check_idle(line):
+    for key in ("mode", "ranks", "seconds", "cpu_percent", "collectives",
+                "negotiation_rounds", "traffic_bytes", "mpi_traffic"):
+        if key not in line:
+            fail("key %s missing in %r" % (key, line))
+    if line["mode"] != "idle":
+        fail("mode should be idle")
+
+
+def main():
+    if len(sys.argv) < 4 or sys.argv[2] != "--":
+        fail(__doc__)
+    kind, command = sys.argv[1], sys.argv[3:]
+    run = subprocess.run(command, stdout=subprocess.PIPE, timeout=240, check=False)
+    if run.returncode != 0:
+        fail("hvd-bench exited with %d" % run.returncode)
+    text = run.stdout.decode()
+    try:
+        lines = [json.loads(l) for l in text.splitlines() if l.strip()]
+    except json.JSONDecodeError as error:
+        fail("output is not one JSON object per line (%s):\n%s" % (error, text))
+    if not lines:
+        fail("no output")
+    if kind == "sweep":
+        check_sweep(lines)
+    elif kind == "idle":
+        if len(lines) != 1:
+            fail("idle mode prints one line")
+        check_idle(lines[0])
+    else:
+        if len(lines) != 1:
+            fail("one line per measured case expected, got %d" % len(lines))
+        check_step(lines[0], baseline=kind in ("baseline", "latency"), latency=kind == "latency")
+    print("%d JSON line(s) checked" % len(lines))
+
+
+main()

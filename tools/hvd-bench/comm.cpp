@@ -1,0 +1,41 @@
+#include "comm.h"
+
+#include <cstdio>
+
+namespace hvdbench {
+
+int world_rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+int world_size() {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+void max_over_ranks(std::vector<double>* values) {
+  MPI_Allreduce(MPI_IN_PLACE, values->data(), static_cast<int>(values->size()), MPI_DOUBLE,
+                MPI_MAX, MPI_COMM_WORLD);
+}
+
+int64_t sum_over_ranks(int64_t value) {
+  MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  return value;
+}
+
+void abort_job(const std::string& message) {
+  std::fprintf(stderr, "hvd-bench (rank %d): %s\n", world_rank(), message.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();
+}
+
+void check_hvd(hvd_status_t status, const char* what) {
+  if (status == HVD_SUCCESS) return;
+  abort_job(std::string(what) + " failed: " + hvd_status_string(status) + ": " + hvd_last_error());
+}
+
+}  // namespace hvdbench

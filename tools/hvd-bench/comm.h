@@ -1,0 +1,30 @@
+// The few MPI helpers the modes share. hvd-bench calls MPI from its main thread
+// beside libhvd's background thread, so it starts MPI with MPI_THREAD_MULTIPLE
+// before hvd_init.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <hvd/hvd.h>
+
+namespace hvdbench {
+
+int world_rank();
+int world_size();
+
+// Element-wise maximum over ranks (a step lasts until its slowest rank finishes).
+void max_over_ranks(std::vector<double>* values);
+int64_t sum_over_ranks(int64_t value);
+
+// Prints the message on this rank and aborts the whole job: for failures that leave
+// the ranks out of step, where returning would hang the others.
+[[noreturn]] void abort_job(const std::string& message);
+
+// Checks a libhvd status; anything but success aborts with hvd_last_error().
+void check_hvd(hvd_status_t status, const char* what);
+
+}  // namespace hvdbench

@@ -1,0 +1,91 @@
+#include "strategies.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+
+#include <hvd/hvd.h>
+
+#include "comm.h"
+
+namespace hvdbench {
+
+namespace {
+
+// MPI counts are int; larger buffers go in pieces of this many floats.
+constexpr int64_t kMaxMpiCount = int64_t{1} << 30;
+
+void mpi_sum_in_place(float* data, int64_t count) {
+  while (count > 0) {
+    int n = static_cast<int>(std::min(count, kMaxMpiCount));
+    int rc = MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    if (rc != MPI_SUCCESS) abort_job("MPI_Allreduce failed with code " + std::to_string(rc));
+    data += n;
+    count -= n;
+  }
+}
+
+}  // namespace
+
+std::string StrategyCase::name() const {
+  switch (strategy) {
+    case Strategy::Libhvd: return "libhvd";
+    case Strategy::PerTensor: return "per-tensor";
+    case Strategy::Packed: return "packed";
+    case Strategy::PackedChunks: return "packed-chunks-" + std::to_string(chunk_bytes >> 20) + "MiB";
+  }
+  return "?";
+}
+
+std::vector<StrategyCase> step_cases(bool with_references, int64_t total_bytes) {
+  std::vector<StrategyCase> cases{{Strategy::Libhvd}};
+  if (!with_references) return cases;
+  cases.push_back({Strategy::PerTensor});
+  cases.push_back({Strategy::Packed});
+  for (int64_t mib : {1, 4, 16}) {
+    int64_t bytes = mib << 20;
+    if (bytes < total_bytes) cases.push_back({Strategy::PackedChunks, bytes});
+  }
+  return cases;
+}
+
+void run_reference(const StrategyCase& c, TensorSet& set) {
+  switch (c.strategy) {
+    case Strategy::Libhvd:
+      abort_job("run_reference called for libhvd");
+    case Strategy::PerTensor:
+      // Reverse order, as libhvd receives them: the same data in the same order.
+      for (size_t t = set.count(); t-- > 0;) mpi_sum_in_place(set.tensor(t), set.elements(t));
+      return;
+    case Strategy::Packed:
+      mpi_sum_in_place(set.packed(), set.total_elements());
+      return;
+    case Strategy::PackedChunks: {
+      const int64_t chunk = c.chunk_bytes / static_cast<int64_t>(sizeof(float));
+      float* data = set.packed();
+      for (int64_t done = 0; done < set.total_elements(); done += chunk)
+        mpi_sum_in_place(data + done, std::min(chunk, set.total_elements() - done));
+      return;
+    }
+  }
+}
+
+LibhvdStep::LibhvdStep(size_t tensors) : handles_(tensors) {
+  names_.reserve(tensors);
+  for (size_t t = 0; t < tensors; ++t) names_.push_back("hvd-bench.grad." + std::to_string(t));
+}
+
+void LibhvdStep::run(TensorSet& set) {
+  // A backward pass produces the last layer's gradient first.
+  for (size_t t = set.count(); t-- > 0;) {
+    hvd_handle_t handle = 0;
+    check_hvd(hvd_allreduce_async(set.tensor(t), set.tensor(t), set.elements(t), HVD_FLOAT32,
+                                  HVD_OP_SUM, names_[t].c_str(), nullptr, &handle),
+              "hvd_allreduce_async");
+    handles_[t] = handle;
+  }
+  for (size_t t = set.count(); t-- > 0;) check_hvd(hvd_wait(handles_[t]), "hvd_wait");
+}
+
+}  // namespace hvdbench

@@ -1,0 +1,76 @@
+#include "tensor_set.h"
+
+#include <cmath>
+
+namespace hvdbench {
+
+namespace {
+// Inputs repeat with this period along (tensor + element), shifted per rank.
+constexpr int kPeriod = 8;
+}  // namespace
+
+TensorSet::TensorSet(const std::vector<int64_t>& counts, int rank, int size, bool with_packed)
+    : rank_(rank) {
+  tensors_.reserve(counts.size());
+  for (int64_t c : counts) {
+    tensors_.emplace_back(static_cast<size_t>(c));
+    total_ += c;
+  }
+  if (with_packed) packed_.resize(static_cast<size_t>(total_));
+  for (int p = 0; p < kPeriod; ++p) {
+    double sum = 0;
+    for (int r = 0; r < size; ++r) sum += input(r, 0, p);
+    sums_[p] = sum;
+  }
+}
+
+float TensorSet::input(int rank, size_t t, int64_t i) const {
+  return static_cast<float>(1 + (3 * rank + static_cast<int64_t>(t) + i) % kPeriod);
+}
+
+double TensorSet::expected(size_t t, int64_t i) const {
+  return sums_[(static_cast<int64_t>(t) + i) % kPeriod];
+}
+
+void TensorSet::fill_tensors() {
+  for (size_t t = 0; t < tensors_.size(); ++t) {
+    std::vector<float>& v = tensors_[t];
+    for (size_t i = 0; i < v.size(); ++i) v[i] = input(rank_, t, static_cast<int64_t>(i));
+  }
+}
+
+void TensorSet::fill_packed() {
+  float* out = packed_.data();
+  for (size_t t = 0; t < tensors_.size(); ++t) {
+    int64_t n = elements(t);
+    for (int64_t i = 0; i < n; ++i) *out++ = input(rank_, t, i);
+  }
+}
+
+int64_t TensorSet::wrong_in(const float* data, size_t t, double factor) const {
+  int64_t wrong = 0;
+  int64_t n = elements(t);
+  for (int64_t i = 0; i < n; ++i) {
+    double want = expected(t, i) * factor;
+    if (std::fabs(data[i] - want) > 1e-6 * std::fabs(want)) ++wrong;
+  }
+  return wrong;
+}
+
+int64_t TensorSet::wrong_in_tensors(double factor) const {
+  int64_t wrong = 0;
+  for (size_t t = 0; t < tensors_.size(); ++t) wrong += wrong_in(tensors_[t].data(), t, factor);
+  return wrong;
+}
+
+int64_t TensorSet::wrong_in_packed(double factor) const {
+  int64_t wrong = 0;
+  const float* data = packed_.data();
+  for (size_t t = 0; t < tensors_.size(); ++t) {
+    wrong += wrong_in(data, t, factor);
+    data += elements(t);
+  }
+  return wrong;
+}
+
+}  // namespace hvdbench

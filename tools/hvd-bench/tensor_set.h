@@ -1,0 +1,45 @@
+// The gradients of one step: float32 tensors allocated one by one, as a framework
+// holds its parameters, and (for the packed references) the same elements back to
+// back in one buffer. Inputs are small non-zero integers that differ per rank and
+// per element, so every sum is exact and a misplaced or missing element shows.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace hvdbench {
+
+class TensorSet {
+ public:
+  TensorSet(const std::vector<int64_t>& counts, int rank, int size, bool with_packed);
+
+  size_t count() const { return tensors_.size(); }
+  int64_t elements(size_t t) const { return static_cast<int64_t>(tensors_[t].size()); }
+  int64_t total_elements() const { return total_; }
+  int64_t total_bytes() const { return total_ * static_cast<int64_t>(sizeof(float)); }
+  float* tensor(size_t t) { return tensors_[t].data(); }
+  float* packed() { return packed_.data(); }
+
+  // Restore this rank's inputs.
+  void fill_tensors();
+  void fill_packed();
+
+  // Elements that differ from the sum over ranks times factor (factor = size^(k-1)
+  // after k in-place sums of the same buffers).
+  int64_t wrong_in_tensors(double factor) const;
+  int64_t wrong_in_packed(double factor) const;
+
+ private:
+  float input(int rank, size_t t, int64_t i) const;
+  double expected(size_t t, int64_t i) const;
+  int64_t wrong_in(const float* data, size_t t, double factor) const;
+
+  std::vector<std::vector<float>> tensors_;
+  std::vector<float> packed_;
+  int64_t total_ = 0;
+  int rank_;
+  double sums_[8];  // the sum over ranks of each of the 8 input patterns
+};
+
+}  // namespace hvdbench

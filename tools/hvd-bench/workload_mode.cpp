@@ -1,0 +1,166 @@
+#include "workload_mode.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "comm.h"
+#include "json.h"
+#include "stats.h"
+#include "strategies.h"
+#include "tensor_set.h"
+
+namespace hvdbench {
+
+namespace {
+
+struct Measured {
+  StrategyCase what;
+  std::vector<double> seconds;  // per step, slowest rank, one per repetition
+  int64_t wrong = 0;
+  Stats ms;
+};
+
+// Steps per timed repetition: a lone small allreduce takes microseconds, too short
+// to time one at a time, so small steps run back to back. In place, the values grow
+// by a factor of size per step; the count stays low enough for that to stay exact.
+int steps_per_repetition(const Options& o, int64_t step_bytes, int size) {
+  int k = o.inner;
+  if (k == 0) k = static_cast<int>(std::clamp<int64_t>((int64_t{1} << 20) / step_bytes, 1, 100));
+  if (size > 1) k = std::min(k, 1 + static_cast<int>(60 / std::log2(static_cast<double>(size))));
+  return k;
+}
+
+void fill(const StrategyCase& c, TensorSet& set) {
+  if (c.uses_packed()) set.fill_packed();
+  else set.fill_tensors();
+}
+
+int64_t wrong(const StrategyCase& c, const TensorSet& set, double factor) {
+  return c.uses_packed() ? set.wrong_in_packed(factor) : set.wrong_in_tensors(factor);
+}
+
+void print_table(const Options& o, const TensorSet& set, int size, int inner,
+                 const std::vector<Measured>& results, const Measured* limit) {
+  const Measured& hvd = results.front();
+  std::string what = o.mode == Mode::Workload
+                         ? "workload " + o.workload_path
+                         : "tensors " + std::to_string(set.count()) + " x " +
+                               std::to_string(set.elements(0)) + " floats";
+  std::printf("# hvd-bench %s: %zu tensors, %lld bytes, float32 sum in place, %d ranks\n",
+              what.c_str(), set.count(), static_cast<long long>(set.total_bytes()), size);
+  std::printf("# %d repetitions after %d warm-up, %d step(s) per repetition; times per step, "
+              "slowest rank\n", o.iters, o.warmup, inner);
+  std::printf("# %-22s %12s %12s %12s %14s %8s\n", "strategy", "median(ms)", "min(ms)", "max(ms)",
+              "ref/libhvd", "#wrong");
+  for (const Measured& m : results) {
+    char ratio[32] = "";
+    if (&m != &hvd) std::snprintf(ratio, sizeof ratio, "%.3f", m.ms.median / hvd.ms.median);
+    std::printf("  %-22s %12.4f %12.4f %12.4f %14s %8lld\n", m.what.name().c_str(), m.ms.median,
+                m.ms.min, m.ms.max, ratio, static_cast<long long>(m.wrong));
+  }
+  double load[1] = {0};
+  if (getloadavg(load, 1) == 1)
+    std::printf("# load average (1 min) at the end: %.2f (other processes share the cores)\n",
+                load[0]);
+  if (limit) {
+    const Measured& per_tensor = results[1];
+    std::printf("# limit: %s %.4f ms; libhvd vs limit %.3f, vs per-tensor MPI %.3f "
+                "(above 1: libhvd is faster)\n",
+                limit->what.name().c_str(), limit->ms.median, limit->ms.median / hvd.ms.median,
+                per_tensor.ms.median / hvd.ms.median);
+    if (set.count() == 1)
+      std::printf("# latency: libhvd %.2f us, raw MPI %.2f us, difference %.2f us\n",
+                  hvd.ms.median * 1e3, per_tensor.ms.median * 1e3,
+                  (hvd.ms.median - per_tensor.ms.median) * 1e3);
+  }
+}
+
+void print_json(const Options& o, const TensorSet& set, int size,
+                const std::vector<Measured>& results, const Measured* limit) {
+  const Measured& hvd = results.front();
+  JsonLine line;
+  line.add("mode", o.mode == Mode::Workload ? "workload" : "tensors");
+  if (o.mode == Mode::Workload) line.add("workload", o.workload);
+  line.add("op", "allreduce")
+      .add("ranks", size)
+      .add("tensors", static_cast<long long>(set.count()))
+      .add("bytes", static_cast<long long>(set.total_bytes()))
+      .add("hvd_ms", hvd.ms);
+  const bool latency_case = set.count() == 1;
+  if (limit) {
+    const Measured& per_tensor = results[1];
+    line.add("limit_ms", limit->ms)
+        .add("limit_strategy", limit->what.name())
+        .add("per_tensor_ms", per_tensor.ms);
+    if (latency_case) line.add("raw_latency_us", scaled(per_tensor.ms, 1e3));
+  }
+  if (latency_case) line.add("hvd_latency_us", scaled(hvd.ms, 1e3));
+  if (limit) {
+    line.add("vs_limit", limit->ms.median / hvd.ms.median)
+        .add("vs_per_tensor", results[1].ms.median / hvd.ms.median);
+  }
+  line.add("wrong", static_cast<long long>(hvd.wrong));
+  std::printf("%s\n", line.str().c_str());
+}
+
+}  // namespace
+
+int run_workload_mode(const Options& o) {
+  const int rank = world_rank(), size = world_size();
+  TensorSet set(o.tensor_counts, rank, size, o.baseline);
+  const int inner = steps_per_repetition(o, set.total_bytes(), size);
+  const double factor = std::pow(static_cast<double>(size), inner - 1);
+
+  std::vector<Measured> results;
+  for (const StrategyCase& c : step_cases(o.baseline, set.total_bytes()))
+    results.push_back(Measured{c, {}, 0, {}});
+  LibhvdStep libhvd(set.count());
+
+  auto run_case = [&](Measured& m, bool record) {
+    fill(m.what, set);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double start = now_seconds();
+    for (int k = 0; k < inner; ++k) {
+      if (m.what.strategy == Strategy::Libhvd) libhvd.run(set);
+      else run_reference(m.what, set);
+    }
+    double elapsed = (now_seconds() - start) / inner;
+    // Checked on every repetition, warm-up included.
+    m.wrong += wrong(m.what, set, factor);
+    if (record) m.seconds.push_back(elapsed);
+  };
+
+  // Each repetition starts with a different strategy, so none always runs first
+  // (after the barrier) or right after the same neighbour.
+  const size_t n = results.size();
+  for (int rep = 0; rep < o.warmup + o.iters; ++rep) {
+    for (size_t j = 0; j < n; ++j) run_case(results[(rep + j) % n], rep >= o.warmup);
+  }
+
+  int64_t total_wrong = 0;
+  for (Measured& m : results) {
+    max_over_ranks(&m.seconds);
+    m.ms = scaled(summarize(m.seconds), 1e3);
+    m.wrong = sum_over_ranks(m.wrong);
+    total_wrong += m.wrong;
+  }
+  const Measured* limit = nullptr;
+  for (size_t j = 1; j < n; ++j)
+    if (!limit || results[j].ms.median < limit->ms.median) limit = &results[j];
+
+  if (rank == 0) {
+    if (o.json) print_json(o, set, size, results, limit);
+    else print_table(o, set, size, inner, results, limit);
+    std::fflush(stdout);
+    if (total_wrong)
+      std::fprintf(stderr, "hvd-bench: %lld wrong elements (see #wrong)\n",
+                   static_cast<long long>(total_wrong));
+  }
+  return total_wrong ? 1 : 0;
+}
+
+}  // namespace hvdbench
