@@ -174,9 +174,11 @@ HVD_API hvd_status_t hvd_poll(hvd_handle_t handle, int* done) {
 
 HVD_API hvd_status_t hvd_wait(hvd_handle_t handle) {
   HVD_API_GUARD({
-    if (!handle_table().find(handle)) return fail(unknown_handle("hvd_wait", handle));
+    auto state = handle_table().take(handle);
+    if (!state) return fail(unknown_handle("hvd_wait", handle));
     auto rt = current_runtime();
-    return finish(wait_handle(handle, rt ? rt->params.spin_us : 0));
+    state->wait(rt ? rt->params.spin_us : 0);
+    return finish(state->result());
   })
 }
 

@@ -30,6 +30,9 @@ Error TensorQueue::push(std::vector<Request>&& requests) {
       queue_.push_back(std::move(r));
     }
     signalled_.store(true, std::memory_order_release);
+    // Wake the background thread only if it sleeps: a futex call per tensor is a
+    // measurable share of a small tensor's cost.
+    if (!sleeping_) return Error::success();
   }
   cv_.notify_one();
   return Error::success();
@@ -52,8 +55,10 @@ bool TensorQueue::wait(int64_t timeout_us) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (!queue_.empty() || poked_) return true;
   if (timeout_us <= 0) return false;
+  sleeping_ = true;
   cv_.wait_for(lock, std::chrono::microseconds(timeout_us),
                [&] { return !queue_.empty() || poked_; });
+  sleeping_ = false;
   return !queue_.empty() || poked_;
 }
 

@@ -46,6 +46,7 @@ class TensorQueue {
   std::vector<Request> queue_;
   std::unordered_set<std::string> in_flight_;
   bool poked_ = false;
+  bool sleeping_ = false;  // the background thread waits on cv_
   std::atomic<bool> signalled_{false};  // queue non-empty or poked
   bool closed_ = false;
   std::string close_reason_;
