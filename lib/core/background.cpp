@@ -46,8 +46,15 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
                        runtime.cross_rank, runtime.cross_size, runtime.homogeneous,
                        runtime.num_nodes, runtime.max_local_size,
                        runtime.local_rank == 0 ? runtime.cross : MPI_COMM_NULL},
-            runtime.params.allreduce_chunk_bytes, &runtime.counters) {
+            runtime.params.allreduce_chunk_bytes, &runtime.counters),
+      hier_ag_(NodeLayout{runtime.local, runtime.cross, runtime.local_rank, runtime.local_size,
+                          runtime.cross_rank, runtime.cross_size, runtime.homogeneous,
+                          runtime.num_nodes, runtime.max_local_size,
+                          runtime.local_rank == 0 ? runtime.cross : MPI_COMM_NULL},
+               runtime.node_of, runtime.local_rank_of, runtime.rank, &runtime.counters) {
   executor_.set_hierarchical(&hier_);
+  executor_.set_hierarchical_allgather(&hier_ag_);
+  executor_.use_hierarchical_allgather(rt_.params.hierarchical_allgather);
   controller_.set_timeline(&process_timeline());
   executor_.set_timeline(&process_timeline());
   executor_.use_hierarchical(rt_.params.hierarchical_allreduce);
@@ -113,13 +120,14 @@ void BackgroundLoop::start_tuner() {
   tc.initial.hierarchical_allgather = p.hierarchical_allgather;
   tc.initial.cache_enabled = p.cache_capacity > 0;
   // Knobs the user set are held; so are those with nothing to choose here: one node
-  // (no hierarchy), no hierarchical allgather yet, and the response cache, which is
-  // part of the bit agreement and stays as configured.
+  // (no hierarchy), and the response cache, which is part of the bit agreement and
+  // stays as configured.
   tc.fixed_fusion_threshold = param_is_set("HOROVOD_FUSION_THRESHOLD");
   tc.fixed_cycle_time = param_is_set("HOROVOD_CYCLE_TIME");
   tc.fixed_hierarchical_allreduce =
       param_is_set("HOROVOD_HIERARCHICAL_ALLREDUCE") || !hier_.useful();
-  tc.fixed_hierarchical_allgather = true;
+  tc.fixed_hierarchical_allgather =
+      param_is_set("HOROVOD_HIERARCHICAL_ALLGATHER") || !hier_ag_.useful();
   tc.fixed_cache = true;
   std::string why;
   tuner_ = ParameterManager::create(tc, &why);
@@ -157,6 +165,7 @@ void BackgroundLoop::apply_tuning(const std::string& blob) {
   fusion_.threshold = tp.fusion_threshold;
   cycle_time_ms_ = tp.cycle_time_ms;
   executor_.use_hierarchical(tp.hierarchical_allreduce);
+  executor_.use_hierarchical_allgather(tp.hierarchical_allgather);
   HVD_LOG(Debug, "autotune: now %s", describe(tp).c_str());
 }
 

@@ -65,6 +65,7 @@ class BackgroundLoop {
   MpiBackend host_;
   Executor executor_;
   HierarchicalAllreduce hier_;
+  HierarchicalAllgather hier_ag_;
   std::unique_ptr<DeviceEngine> device_;
   std::unique_ptr<ParameterManager> tuner_;  // rank 0 only
   StepDetector steps_;

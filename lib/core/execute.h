@@ -11,6 +11,7 @@
 #include "core/params.h"
 #include "fusion/planner.h"
 #include "ops/backend.h"
+#include "ops/hier/hier_allgather.h"
 #include "ops/hier/hier_allreduce.h"
 #include "timeline/timeline.h"
 
@@ -33,6 +34,8 @@ class Executor {
   // made per round from parameters that are equal on every rank.
   void set_hierarchical(HierarchicalAllreduce* hier) { hier_ = hier; }
   void use_hierarchical(bool on) { use_hier_ = on; }
+  void set_hierarchical_allgather(HierarchicalAllgather* hier) { hier_ag_ = hier; }
+  void use_hierarchical_allgather(bool on) { use_hier_ag_ = on; }
   // The device engine (nullptr: none, and why_not says why device tensors fail).
   void set_timeline(Timeline* timeline) { timeline_ = timeline; }
   void set_device(DeviceEngine* engine, std::string why_not) {
@@ -59,6 +62,9 @@ class Executor {
   // recv = reduction of send over the set, flat or hierarchical.
   Error reduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
                const ProcessSet& set);
+  // Allgatherv over the set, flat or hierarchical.
+  Error gather(const void* send, void* recv, const std::vector<int64_t>& counts,
+               const std::vector<int64_t>& displs, hvd_dtype_t dtype, const ProcessSet& set);
   std::vector<unsigned char>& fusion_buffer(size_t bytes);
 
   Backend* host_;
@@ -67,6 +73,8 @@ class Executor {
   Admin admin_;
   HierarchicalAllreduce* hier_ = nullptr;
   bool use_hier_ = false;
+  HierarchicalAllgather* hier_ag_ = nullptr;
+  bool use_hier_ag_ = false;
   DeviceEngine* device_ = nullptr;
   Timeline* timeline_ = nullptr;
   std::vector<std::string> batch_keys_;  // the running batch's tensors, for the timeline

@@ -80,7 +80,7 @@ Error Executor::allgather(const Batch& batch, const std::vector<Response>& respo
   Error err;
   if (n == 1 && outputs[0]) {
     // Alone: gather straight into the output, no copies.
-    err = host_->allgatherv(locals[0]->send, outputs[0], block, displs, dtype, set);
+    err = gather(locals[0]->send, outputs[0], block, displs, dtype, set);
   } else {
     unsigned char* buffer = fusion_buffer(static_cast<size_t>(total) * esize).data();
     size_t offset = static_cast<size_t>(displs[me]) * esize;
@@ -90,7 +90,7 @@ Error Executor::allgather(const Batch& batch, const std::vector<Response>& respo
       if (bytes) std::memcpy(buffer + offset, locals[k]->send, bytes);
       offset += bytes;
     }
-    err = host_->allgatherv(buffer + displs[me] * esize, buffer, block, displs, dtype, set);
+    err = gather(buffer + displs[me] * esize, buffer, block, displs, dtype, set);
     if (err.ok()) {
       std::vector<size_t> out_offset(n, 0);
       for (int q = 0; q < size; ++q) {
@@ -119,6 +119,22 @@ Error Executor::allgather(const Batch& batch, const std::vector<Response>& respo
     if (local.out_per_rank)
       std::memcpy(local.out_per_rank, r.per_rank.data(), r.per_rank.size() * sizeof(int64_t));
   }
+  return err;
+}
+
+Error Executor::gather(const void* send, void* recv, const std::vector<int64_t>& counts,
+                       const std::vector<int64_t>& displs, hvd_dtype_t dtype, const ProcessSet& set) {
+  // The choice depends only on negotiated sizes and equal parameters: the same on
+  // every rank.
+  if (use_hier_ag_ && hier_ag_ && set.id == 0 && hier_ag_->useful() && hier_ag_->fits(counts, dtype)) {
+    activity_start("HIERARCHICAL_ALLGATHER");
+    Error err = hier_ag_->allgatherv(send, recv, counts, displs, dtype);
+    activity_end();
+    return err;
+  }
+  activity_start("MPI_ALLGATHER");
+  Error err = host_->allgatherv(send, recv, counts, displs, dtype, set);
+  activity_end();
   return err;
 }
 

@@ -51,6 +51,18 @@ Error build_topology(Runtime& rt) {
   rt.max_local_size = extremes[0];
   int leader = rt.local_rank == 0 ? 1 : 0;
   MPI_Allreduce(&leader, &rt.num_nodes, 1, MPI_INT, MPI_SUM, rt.world);
+  // Where every rank sits: hierarchical allgather orders node blocks by this.
+  int node = rt.local_rank == 0 ? rt.cross_rank : 0;
+  MPI_Bcast(&node, 1, MPI_INT, 0, rt.local);
+  int mine[2] = {node, rt.local_rank};
+  std::vector<int> all(2 * static_cast<size_t>(rt.size));
+  MPI_Allgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, rt.world);
+  rt.node_of.resize(rt.size);
+  rt.local_rank_of.resize(rt.size);
+  for (int r = 0; r < rt.size; ++r) {
+    rt.node_of[r] = all[2 * r];
+    rt.local_rank_of[r] = all[2 * r + 1];
+  }
   MPI_Comm_set_errhandler(rt.local, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(rt.cross, MPI_ERRORS_RETURN);
   return Error::success();

@@ -34,6 +34,8 @@ struct Runtime {
   bool homogeneous = true;
   int num_nodes = 1;          // equal on every rank
   int max_local_size = 1;     // equal on every rank
+  std::vector<int> node_of;        // world rank -> node index (its leader's cross rank)
+  std::vector<int> local_rank_of;  // world rank -> local rank
   int gpu_device = -1;
   PinResult pin;  // GPU and CPU placement chosen at init
 

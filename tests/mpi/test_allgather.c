@@ -185,11 +185,42 @@ static void bad_arguments(void** state) {
   (void)h;
 }
 
+/* Under HOROVOD_HIERARCHICAL_ALLGATHER=1 on several nodes with several ranks on some,
+ * the gathered bytes cross nodes through the node leaders only. */
+static void hierarchical_traffic(void** state) {
+  (void)state;
+  const char* v = getenv("HOROVOD_HIERARCHICAL_ALLGATHER");
+  int32_t layout[2] = {hvd_local_rank() == 0, hvd_local_size()};
+  assert_hvd_ok(hvd_allreduce(&layout[0], &layout[0], 1, HVD_INT32, HVD_OP_SUM, "ag.nodes"));
+  assert_hvd_ok(hvd_allreduce(&layout[1], &layout[1], 1, HVD_INT32, HVD_OP_MAX, "ag.maxlocal"));
+  const int hier = v && strcmp(v, "1") == 0 && layout[0] > 1 && layout[1] > 1;
+  hvd_counters_t before = {.struct_size = sizeof(hvd_counters_t)}, after = before;
+  int64_t shape[1] = {1000};
+  float* send = tu_alloc(sizeof(float) * 1000);
+  for (int i = 0; i < 1000; ++i) send[i] = (float)hvd_rank();
+  void* out = NULL;
+  int64_t dim0;
+  assert_hvd_ok(hvd_get_counters(&before));
+  assert_hvd_ok(hvd_allgather(send, 1, shape, HVD_FLOAT32, &out, &dim0, NULL, "ag.traffic", NULL));
+  assert_hvd_ok(hvd_get_counters(&after));
+  for (int r = 0; r < hvd_size(); ++r) assert_true(((float*)out)[1000 * r + 999] == (float)r);
+  if (hier) {
+    assert_int_equal(after.global_bytes, before.global_bytes);
+    if (hvd_local_rank() == 0) assert_true(after.cross_bytes > before.cross_bytes);
+    else assert_int_equal(after.cross_bytes, before.cross_bytes);
+  } else {
+    assert_int_equal(after.cross_bytes, before.cross_bytes);
+  }
+  hvd_free(out);
+  free(send);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_dtype_uneven_rows), cmocka_unit_test(zero_rows_and_repeated_steps),
       cmocka_unit_test(uses_options_allocator),  cmocka_unit_test(many_small_fused),
       cmocka_unit_test(trailing_dims_mismatch),  cmocka_unit_test(bad_arguments),
+      cmocka_unit_test(hierarchical_traffic),
   };
   return cmocka_run_group_tests_name("allgather", tests, tu_group_init, tu_group_shutdown);
 }
