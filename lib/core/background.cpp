@@ -250,7 +250,7 @@ void BackgroundLoop::wait_for_round() {
   // Just after activity the next request usually follows within microseconds (a
   // training step's next tensor, a loop's next call): poll briefly instead of paying
   // a sleep and a wake-up. Idle for longer, the thread sleeps.
-  const double spin_until = last_progress_ + rt_.params.spin_us * 1e-6;
+  const double spin_until = last_progress_ + rt_.params.bg_spin_us * 1e-6;
   while (now_seconds() < spin_until) {
     if (rt_.queue.ready() || controller_.has_unannounced()) {
       ring_doorbells();
@@ -373,7 +373,12 @@ Error BackgroundLoop::run_round(bool* shutdown) {
 
   *shutdown = flags.shutdown;
   bool progress = !ready.empty() || flags.any_announcements;
-  mode_ = !flags.any_busy ? Mode::Idle : progress ? Mode::Continue : Mode::Waiting;
+  // Work waiting only on cached tensors needs another rank's enqueue to progress,
+  // and that rank will ring: no round until then (a lone allreduce then costs one
+  // round, not two).
+  mode_ = !flags.any_busy || flags.only_cached ? Mode::Idle
+          : progress                          ? Mode::Continue
+                                              : Mode::Waiting;
   ++round_;
   last_round_end_ = now_seconds();
   if (progress) last_progress_ = last_round_end_;

@@ -12,6 +12,7 @@ namespace {
 constexpr uint64_t kFlagNoAnnouncements = 1;
 constexpr uint64_t kFlagNotBusy = 2;
 constexpr uint64_t kFlagNoShutdown = 4;
+constexpr uint64_t kFlagOnlyCached = 8;  // all pending work waits on cache slots
 }  // namespace
 
 Controller::Controller(int world_rank, int world_size, size_t cache_capacity,
@@ -73,6 +74,9 @@ void Controller::fill_bits(uint64_t* words, bool shutdown_requested) const {
   if (unannounced_.empty() && decisions_.empty()) flags |= kFlagNoAnnouncements;
   if (pending_.empty()) flags |= kFlagNotBusy;
   if (!shutdown_requested) flags |= kFlagNoShutdown;
+  bool only_cached = unannounced_.empty() && decisions_.empty();
+  for (const auto& kv : pending_) only_cached = only_cached && kv.second.cache_slot >= 0;
+  if (only_cached) flags |= kFlagOnlyCached;
   words[2 * words_] = flags;
 }
 
@@ -82,6 +86,7 @@ RoundFlags Controller::apply_bits(const uint64_t* words) {
   flags.any_announcements = !(f & kFlagNoAnnouncements);
   flags.any_busy = !(f & kFlagNotBusy);
   flags.shutdown = !(f & kFlagNoShutdown);
+  flags.only_cached = (f & kFlagOnlyCached) != 0;
   invalid_slots_.clear();
 
   bool any_invalid = false;

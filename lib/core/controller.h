@@ -8,7 +8,8 @@
 //             its process set)
 //   [W, 2W)   slot s clear: this rank found its spec differs from cached slot s
 //   [2W]      flag bits, inverted so that AND computes "no rank has ...":
-//             bit 0: announcements pending, bit 1: busy, bit 2: shutdown requested
+//             bit 0: announcements pending, bit 1: busy, bit 2: shutdown requested,
+//             bit 3 (not inverted): all pending work waits on cache slots
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,9 @@ struct RoundFlags {
   bool any_announcements = false;  // an allgatherv of messages follows
   bool any_busy = false;           // some rank had work: the next round follows soon
   bool shutdown = false;           // some rank asked to shut down
+  // Every rank's pending work is in the response cache: nothing can progress until
+  // some rank enqueues more, and that rank rings the doorbells, so rounds can wait.
+  bool only_cached = false;
 };
 
 class Controller {

@@ -134,6 +134,9 @@ const std::vector<ParamDef>& defs() {
               "Tensors at least this large are reduced in their own buffer, not copied"),
       P_INT("HVD_SPIN_US", spin_us, 50, 0, 1000000,
             "Microseconds a waiting thread polls before it starts to sleep"),
+      P_INT("HVD_BG_SPIN_US", bg_spin_us, 0, 0, 1000000,
+            "Microseconds the background thread polls for new work after activity before "
+            "it sleeps (0: it sleeps at once; polling pays only with spare cores)"),
       P_INT("HVD_POLL_US", poll_us, 200, 1, 1000000,
             "Longest sleep between polls while an operation is in flight"),
       P_INT("HVD_IDLE_POLL_MS", idle_poll_ms, 5, 1, 60000,

@@ -43,6 +43,7 @@ struct Params {
   int64_t allreduce_chunk_bytes = 8ll << 20;
   int64_t inplace_min_bytes = 256ll << 10;
   int64_t spin_us = 50;
+  int64_t bg_spin_us = 0;
   int64_t poll_us = 200;
   int64_t idle_poll_ms = 5;
 };
