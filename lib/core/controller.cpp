@@ -39,7 +39,12 @@ void Controller::intake(std::vector<Request>&& requests) {
       auto set = sets_->find(r.spec.process_set);
       int set_rank = set ? set->my_set_rank : -1;
       int set_size = set ? set->size() : 0;
-      if (cache_.at(slot).spec_for(set_rank, set_size) == r.spec) {
+      const Response& cached = cache_.at(slot);
+      // Only allgather and alltoall specs differ per rank; the rest compare as cached.
+      const bool same = cached.spec.op == OpType::Allgather || cached.spec.op == OpType::Alltoall
+                            ? cached.spec_for(set_rank, set_size) == r.spec
+                            : cached.spec == r.spec;
+      if (same) {
         local.cache_slot = slot;
       } else {
         invalid_slots_.push_back(slot);
@@ -54,10 +59,18 @@ void Controller::intake(std::vector<Request>&& requests) {
 void Controller::fill_bits(uint64_t* words, bool shutdown_requested) const {
   std::fill(words, words + 2 * words_, 0);
   for (size_t w = words_; w < 2 * words_; ++w) words[w] = ~uint64_t{0};
+  // Slots of sets this rank is not in are always "ready" here. Set membership is
+  // looked up once per set, not once per slot (the table takes a lock).
+  std::unordered_map<int32_t, bool> member;
   for (size_t slot = 0; slot < cache_.capacity(); ++slot) {
     if (!cache_.occupied(static_cast<int>(slot))) continue;
-    auto set = sets_->find(cache_.at(static_cast<int>(slot)).spec.process_set);
-    if (!set || !set->member()) words[slot / 64] |= uint64_t{1} << (slot % 64);
+    const int32_t id = cache_.at(static_cast<int>(slot)).spec.process_set;
+    auto it = member.find(id);
+    if (it == member.end()) {
+      auto set = sets_->find(id);
+      it = member.emplace(id, set && set->member()).first;
+    }
+    if (!it->second) words[slot / 64] |= uint64_t{1} << (slot % 64);
   }
   // A joined rank takes part in every cached allreduce of its sets with zeros.
   if (joined_locally()) {
