@@ -297,6 +297,15 @@ HVD_API hvd_status_t hvd_poll(hvd_handle_t handle, int* done);
  * second wait is HVD_ERR_INVALID_ARGUMENT). */
 HVD_API hvd_status_t hvd_wait(hvd_handle_t handle);
 
+/* For frameworks with their own CUDA streams: makes work queued later on stream (a
+ * cudaStream_t passed as void*; NULL is the default stream) wait for a device
+ * operation's result, blocking the host only until libhvd has queued the operation on
+ * the device, not until it has finished. The handle stays valid: release it later
+ * with hvd_wait (or keep polling it). For a host-memory operation it waits for
+ * completion, as there is no device work to order after. Returns the operation's
+ * error if it failed before reaching the device. Thread-safe. */
+HVD_API hvd_status_t hvd_stream_wait(hvd_handle_t handle, void* stream);
+
 /* ---------------------------------------------------------------------------------
  * Synchronization
  * ------------------------------------------------------------------------------ */

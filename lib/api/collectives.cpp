@@ -182,6 +182,18 @@ HVD_API hvd_status_t hvd_wait(hvd_handle_t handle) {
   })
 }
 
+HVD_API hvd_status_t hvd_stream_wait(hvd_handle_t handle, void* stream) {
+  HVD_API_GUARD({
+    auto state = handle_table().find(handle);
+    if (!state) return fail(unknown_handle("hvd_stream_wait", handle));
+    HandleState::StreamWaiter waiter = state->wait_for_device_queue();
+    if (waiter) return finish(waiter(stream));
+    // Completed without device work (a host operation, or failed before the device).
+    state->wait(0);
+    return finish(state->result());
+  })
+}
+
 HVD_API int64_t hvd_reducescatter_rows(int64_t dim0, int set_rank, int set_size) {
   if (dim0 < 0 || set_size <= 0 || set_rank < 0 || set_rank >= set_size) return -1;
   return dim0 / set_size + (set_rank < dim0 % set_size ? 1 : 0);

@@ -2,6 +2,7 @@
 // streams, runs the collective (NCCL, or host-staged MPI) and the fusion kernel, and
 // the batch completes when the recorded event has.
 #include <cstring>
+#include <memory>
 
 #include "core/dtype.h"
 #include "core/execute.h"
@@ -125,9 +126,16 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
       break;
   }
   if (!err.ok()) return err;
-  DeviceEvent done;
-  err = engine.finish(&done);
-  if (err.ok()) err = done.synchronize();
+  auto done = std::make_shared<DeviceEvent>();
+  err = engine.finish(done.get());
+  if (!err.ok()) return err;
+  // Frameworks may order their streams after the result now (hvd_stream_wait); the
+  // handle itself completes when the device has finished.
+  for (Request* local : locals)
+    if (local && local->handle)
+      local->handle->publish_stream_waiter(
+          [done](void* stream) { return done->make_stream_wait(stream); });
+  err = done->synchronize();
   if (!err.ok()) return err;
 
   // Outputs of negotiated size: pointers and row counts back to the caller.

@@ -1,6 +1,7 @@
 #include "core/handles.h"
 
 #include <chrono>
+#include <thread>
 
 namespace hvd {
 
@@ -22,6 +23,22 @@ void HandleState::wait(int64_t spin_us) const {
     if (done()) return;
   }
   while (!done()) done_.wait(0, std::memory_order_acquire);
+}
+
+void HandleState::publish_stream_waiter(StreamWaiter waiter) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    waiter_ = std::move(waiter);
+  }
+  queued_.store(true, std::memory_order_release);
+}
+
+HandleState::StreamWaiter HandleState::wait_for_device_queue() const {
+  // Queuing follows negotiation closely; a short sleep between checks is enough.
+  while (!queued_.load(std::memory_order_acquire) && !done())
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  std::lock_guard<std::mutex> lock(mutex_);
+  return waiter_;
 }
 
 Error HandleState::result() const {

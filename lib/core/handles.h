@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,7 +25,17 @@ class HandleState {
   void wait(int64_t spin_us) const;
   Error result() const;
 
+  // Device operations: once queued on the device, the background thread publishes how
+  // to make a stream wait for the result (hvd_stream_wait).
+  using StreamWaiter = std::function<Error(void* stream)>;
+  void publish_stream_waiter(StreamWaiter waiter);
+  // Blocks until the waiter is published or the handle is done; returns the waiter
+  // (empty when the operation completed without one).
+  StreamWaiter wait_for_device_queue() const;
+
  private:
+  std::atomic<bool> queued_{false};
+  StreamWaiter waiter_;  // guarded by mutex_
   std::atomic<int> remaining_;
   std::atomic<int> done_{0};
   mutable std::mutex mutex_;

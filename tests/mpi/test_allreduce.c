@@ -290,6 +290,22 @@ static void grouped_allreduce(void** state) {
   assert_float_equal(c[2], 2.0 * size, 0);
 }
 
+/* hvd_stream_wait on a host operation: waits for completion, keeps the handle. */
+static void stream_wait_on_host_operation(void** state) {
+  (void)state;
+  const int size = hvd_size();
+  float v[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+  hvd_handle_t h;
+  assert_hvd_ok(hvd_allreduce_async(v, v, 8, HVD_FLOAT32, HVD_OP_SUM, "stream.wait", NULL, &h));
+  assert_hvd_ok(hvd_stream_wait(h, NULL));
+  assert_true(v[7] == (float)size);
+  int done = 0;
+  assert_hvd_ok(hvd_poll(h, &done));
+  assert_int_equal(done, 1);
+  assert_hvd_ok(hvd_wait(h));
+  assert_hvd_status(hvd_stream_wait(h, NULL), HVD_ERR_INVALID_ARGUMENT);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_op_and_dtype),
@@ -301,6 +317,7 @@ int main(void) {
       cmocka_unit_test(tensor_larger_than_fusion_threshold),
       cmocka_unit_test(cached_name_with_new_shape),
       cmocka_unit_test(grouped_allreduce),
+      cmocka_unit_test(stream_wait_on_host_operation),
   };
   return cmocka_run_group_tests_name("allreduce", tests, tu_group_init, tu_group_shutdown);
 }

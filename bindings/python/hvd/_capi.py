@@ -108,6 +108,7 @@ _SIGNATURES = {
     # handles
     "hvd_poll": (status_t, [handle_t, _p_int]),
     "hvd_wait": (status_t, [handle_t]),
+    "hvd_stream_wait": (status_t, [handle_t, ctypes.c_void_p]),
     # synchronization
     "hvd_barrier": (status_t, [c_int32]),
     "hvd_join": (status_t, [c_int, _p_int]),
