@@ -1,6 +1,6 @@
 // Exported: the C entry points that Horovod's Python front end (HorovodBasics, loaded
 // with ctypes) calls, mapped onto the hvd_* API, so that front end can drive libhvd.
-// Horovod's conventions are kept: bool/int results, -1 before init, and negative
+// Horovod's conventions are kept: int results (1/0 for yes/no), -1 before init, and negative
 // HOROVOD_PROCESS_SET_ERROR_* codes for process-set calls.
 #include <mpi.h>
 
@@ -77,11 +77,11 @@ int set_error_code(int32_t id) {
 extern "C" {
 
 // ranks/nranks: run on the job made of these world ranks (NULL or 0: all ranks).
-HVD_API bool horovod_init(const int* ranks, int nranks, const int* process_set_ranks,
+HVD_API int horovod_init(const int* ranks, int nranks, const int* process_set_ranks,
                           const int* process_set_sizes, int num_process_sets) {
   auto sets = unflatten(process_set_ranks, process_set_sizes, num_process_sets);
   if (!ranks || nranks <= 0) return init_with_sets(MPI_COMM_NULL, sets) == HVD_SUCCESS;
-  if (!ensure_mpi()) return false;
+  if (!ensure_mpi()) return 0;
   MPI_Group world_group, group;
   MPI_Comm_group(MPI_COMM_WORLD, &world_group);
   MPI_Group_incl(world_group, nranks, ranks, &group);
@@ -89,18 +89,18 @@ HVD_API bool horovod_init(const int* ranks, int nranks, const int* process_set_r
   MPI_Comm_create_group(MPI_COMM_WORLD, group, 0, &comm);
   MPI_Group_free(&group);
   MPI_Group_free(&world_group);
-  if (comm == MPI_COMM_NULL) return false;  // this rank is not in ranks
+  if (comm == MPI_COMM_NULL) return 0;  // this rank is not in ranks
   hvd_status_t status = init_with_sets(comm, sets);
   MPI_Comm_free(&comm);  // libhvd holds its own duplicate
   return status == HVD_SUCCESS;
 }
 
 // The first communicator is the job; Horovod makes process sets of the others.
-HVD_API bool horovod_init_multi_comm(MPI_Comm* comm, int ncomms, const int* process_set_ranks,
+HVD_API int horovod_init_multi_comm(MPI_Comm* comm, int ncomms, const int* process_set_ranks,
                                      const int* process_set_sizes, int num_process_sets) {
-  if (!comm || ncomms < 1) return false;
+  if (!comm || ncomms < 1) return 0;
   auto sets = unflatten(process_set_ranks, process_set_sizes, num_process_sets);
-  if (!ensure_mpi()) return false;
+  if (!ensure_mpi()) return 0;
   MPI_Group job_group;
   MPI_Comm_group(comm[0], &job_group);
   for (int i = 1; i < ncomms; ++i) {
@@ -118,17 +118,17 @@ HVD_API bool horovod_init_multi_comm(MPI_Comm* comm, int ncomms, const int* proc
   MPI_Group_free(&job_group);
   if (sets.empty()) return hvd_init_comm(comm[0]) == HVD_SUCCESS;
   // Sets need every rank's participation at init: run on the first communicator.
-  if (hvd_init_comm(comm[0]) != HVD_SUCCESS) return false;
+  if (hvd_init_comm(comm[0]) != HVD_SUCCESS) return 0;
   for (const auto& s : sets) {
     int32_t id;
-    if (hvd_add_process_set(s.data(), static_cast<int>(s.size()), &id) != HVD_SUCCESS) return false;
+    if (hvd_add_process_set(s.data(), static_cast<int>(s.size()), &id) != HVD_SUCCESS) return 0;
   }
-  return true;
+  return 1;
 }
 
 HVD_API void horovod_shutdown(void) { hvd_shutdown(); }
-HVD_API bool horovod_is_initialized(void) { return hvd_is_initialized() != 0; }
-HVD_API int horovod_start_timeline(const char* file_name, bool mark_cycles) {
+HVD_API int horovod_is_initialized(void) { return hvd_is_initialized() != 0; }
+HVD_API int horovod_start_timeline(const char* file_name, int mark_cycles) {
   return hvd_start_timeline(file_name, mark_cycles ? 1 : 0) == HVD_SUCCESS ? 0 : -1;
 }
 HVD_API int horovod_stop_timeline(void) { return hvd_stop_timeline() == HVD_SUCCESS ? 0 : -1; }
@@ -139,7 +139,7 @@ HVD_API int horovod_size(void) { return hvd_size(); }
 HVD_API int horovod_local_size(void) { return hvd_local_size(); }
 HVD_API int horovod_cross_rank(void) { return hvd_cross_rank(); }
 HVD_API int horovod_cross_size(void) { return hvd_cross_size(); }
-HVD_API bool horovod_is_homogeneous(void) { return hvd_is_homogeneous() == 1; }
+HVD_API int horovod_is_homogeneous(void) { return hvd_is_homogeneous() == 1; }
 
 HVD_API int horovod_mpi_threads_supported(void) {
   if (!hvd_is_initialized()) return -1;
@@ -147,15 +147,15 @@ HVD_API int horovod_mpi_threads_supported(void) {
   MPI_Query_thread(&provided);
   return provided == MPI_THREAD_MULTIPLE ? 1 : 0;
 }
-HVD_API bool horovod_mpi_enabled(void) { return true; }
-HVD_API bool horovod_mpi_built(void) { return true; }
-HVD_API bool horovod_gloo_enabled(void) { return false; }
-HVD_API bool horovod_gloo_built(void) { return false; }
+HVD_API int horovod_mpi_enabled(void) { return 1; }
+HVD_API int horovod_mpi_built(void) { return 1; }
+HVD_API int horovod_gloo_enabled(void) { return 0; }
+HVD_API int horovod_gloo_built(void) { return 0; }
 HVD_API int horovod_nccl_built(void) { return hvd_nccl_built(); }
-HVD_API bool horovod_ddl_built(void) { return false; }
-HVD_API bool horovod_ccl_built(void) { return false; }
-HVD_API bool horovod_cuda_built(void) { return hvd_cuda_built() != 0; }
-HVD_API bool horovod_rocm_built(void) { return false; }
+HVD_API int horovod_ddl_built(void) { return 0; }
+HVD_API int horovod_ccl_built(void) { return 0; }
+HVD_API int horovod_cuda_built(void) { return hvd_cuda_built() != 0; }
+HVD_API int horovod_rocm_built(void) { return 0; }
 
 HVD_API int horovod_reduce_op_average(void) { return HVD_OP_AVERAGE; }
 HVD_API int horovod_reduce_op_sum(void) { return HVD_OP_SUM; }

@@ -185,6 +185,28 @@ static void bad_arguments(void** state) {
   (void)h;
 }
 
+/* First dimensions 17, 32, 81, 12, ... per rank (the example sizes). */
+static void listed_first_dimensions(void** state) {
+  (void)state;
+  static const int64_t dims[] = {17, 32, 81, 12};
+  const int rank = hvd_rank(), size = hvd_size();
+  const int64_t mine = dims[rank % 4];
+  int64_t shape[2] = {mine, 5};
+  int32_t* send = tu_alloc(sizeof(int32_t) * (size_t)(mine * 5));
+  for (int64_t i = 0; i < mine * 5; ++i) send[i] = rank * 1000 + (int32_t)i;
+  void* out = NULL;
+  int64_t dim0, per[64];
+  assert_hvd_ok(hvd_allgather(send, 2, shape, HVD_INT32, &out, &dim0, per, "dims.17.32.81.12", NULL));
+  int64_t at = 0;
+  for (int r = 0; r < size; ++r) {
+    assert_int_equal(per[r], dims[r % 4]);
+    for (int64_t i = 0; i < dims[r % 4] * 5; ++i, ++at) assert_int_equal(((int32_t*)out)[at], r * 1000 + i);
+  }
+  assert_int_equal(dim0 * 5, at);
+  hvd_free(out);
+  free(send);
+}
+
 /* Under HOROVOD_HIERARCHICAL_ALLGATHER=1 on several nodes with several ranks on some,
  * the gathered bytes cross nodes through the node leaders only. */
 static void hierarchical_traffic(void** state) {
@@ -221,6 +243,7 @@ int main(void) {
       cmocka_unit_test(uses_options_allocator),  cmocka_unit_test(many_small_fused),
       cmocka_unit_test(trailing_dims_mismatch),  cmocka_unit_test(bad_arguments),
       cmocka_unit_test(hierarchical_traffic),
+      cmocka_unit_test(listed_first_dimensions),
   };
   return cmocka_run_group_tests_name("allgather", tests, tu_group_init, tu_group_shutdown);
 }

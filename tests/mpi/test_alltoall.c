@@ -87,12 +87,35 @@ static void column_mismatch(void** state) {
                     HVD_ERR_MISMATCH);
 }
 
+/* Rank r sends r + 1 rows to each peer; the received splits say so. */
+static void rank_r_sends_r_plus_one_rows(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  int64_t splits[64], rows = (int64_t)(rank + 1) * size;
+  for (int q = 0; q < size; ++q) splits[q] = rank + 1;
+  double* send = tu_alloc(sizeof(double) * (size_t)rows);
+  for (int64_t i = 0; i < rows; ++i) send[i] = rank * 100.0 + (double)(i / (rank + 1));
+  int64_t shape[1] = {rows};
+  void* out = NULL;
+  int64_t dim0, recv_splits[64];
+  assert_hvd_ok(hvd_alltoall(send, 1, shape, HVD_FLOAT64, splits, &out, &dim0, recv_splits, "r.plus.one", NULL));
+  int64_t at = 0;
+  for (int q = 0; q < size; ++q) {
+    assert_int_equal(recv_splits[q], q + 1);
+    for (int i = 0; i <= q; ++i, ++at) assert_true(((double*)out)[at] == q * 100.0 + rank);
+  }
+  assert_int_equal(dim0, at);
+  hvd_free(out);
+  free(send);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(uneven_splits_every_dtype),
       cmocka_unit_test(even_split_without_splits),
       cmocka_unit_test(bad_splits),
       cmocka_unit_test(column_mismatch),
+      cmocka_unit_test(rank_r_sends_r_plus_one_rows),
   };
   return cmocka_run_group_tests_name("alltoall", tests, tu_group_init, tu_group_shutdown);
 }

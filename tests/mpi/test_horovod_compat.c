@@ -1,21 +1,19 @@
 /* Horovod's C entry points (what horovod.common.basics.HorovodBasics calls through
- * ctypes), declared here as Horovod declares them. */
-#include <stdbool.h>
-
+ * ctypes), declared as the ints libhvd returns them. */
 #include "test_util.h"
 
-bool horovod_init(const int* ranks, int nranks, const int* process_set_ranks,
+int horovod_init(const int* ranks, int nranks, const int* process_set_ranks,
                   const int* process_set_sizes, int num_process_sets);
 void horovod_shutdown(void);
-bool horovod_is_initialized(void);
+int horovod_is_initialized(void);
 int horovod_rank(void);
 int horovod_size(void);
 int horovod_local_rank(void);
 int horovod_local_size(void);
 int horovod_cross_rank(void);
 int horovod_cross_size(void);
-bool horovod_mpi_built(void);
-bool horovod_gloo_built(void);
+int horovod_mpi_built(void);
+int horovod_gloo_built(void);
 int horovod_reduce_op_average(void);
 int horovod_reduce_op_sum(void);
 int horovod_reduce_op_adasum(void);

@@ -58,6 +58,41 @@ static void other_ops_fail_while_joined(void** state) {
   assert_true(last > 0 || size == 1);
 }
 
+/* Each rank in turn joins first while the others run one more allreduce. */
+static void each_rank_joins_first_in_turn(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  for (int first = 0; first < size; ++first) {
+    if (rank != first) {
+      int32_t v = 1;
+      assert_hvd_ok(hvd_allreduce(&v, &v, 1, HVD_INT32, HVD_OP_SUM, "turn"));
+      assert_int_equal(v, size - 1);
+    }
+    int last = -1;
+    assert_hvd_ok(hvd_join(HVD_DEVICE_CPU, &last));
+    assert_true(size == 1 ? last == 0 : last != first);
+  }
+}
+
+/* A barrier while other operations are pending on the same ranks. */
+static void barrier_with_operations_pending(void** state) {
+  (void)state;
+  const int size = hvd_size();
+  float v[16];
+  hvd_handle_t h[16];
+  for (int i = 0; i < 16; ++i) {
+    v[i] = 1;
+    char name[32];
+    snprintf(name, sizeof name, "pending.%d", i);
+    assert_hvd_ok(hvd_allreduce_async(&v[i], &v[i], 1, HVD_FLOAT32, HVD_OP_SUM, name, NULL, &h[i]));
+  }
+  assert_hvd_ok(hvd_barrier(0));
+  for (int i = 0; i < 16; ++i) {
+    assert_hvd_ok(hvd_wait(h[i]));
+    assert_true(v[i] == (float)size);
+  }
+}
+
 static void barrier_repeatedly(void** state) {
   (void)state;
   for (int i = 0; i < 20; ++i) assert_hvd_ok(hvd_barrier(0));
@@ -71,6 +106,8 @@ int main(void) {
       cmocka_unit_test(average_divides_by_full_size),
       cmocka_unit_test(other_ops_fail_while_joined),
       cmocka_unit_test(barrier_repeatedly),
+      cmocka_unit_test(each_rank_joins_first_in_turn),
+      cmocka_unit_test(barrier_with_operations_pending),
   };
   return cmocka_run_group_tests_name("join", tests, tu_group_init, tu_group_shutdown);
 }

@@ -99,6 +99,46 @@ static void dynamic_add_use_remove(void** state) {
   assert_hvd_status(hvd_remove_process_set(0), HVD_ERR_INVALID_ARGUMENT);
 }
 
+/* Even and odd ranks run different operations on their own sets at the same time. */
+static void even_and_odd_sets_at_once(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  if (size < 2) skip();
+  int evens[32], odds[32], ne = 0, no = 0;
+  for (int r = 0; r < size; ++r) {
+    if (r % 2) odds[no++] = r;
+    else evens[ne++] = r;
+  }
+  int32_t even_id = -1, odd_id = -1;
+  int32_t existing = 1; /* the static set 1 already holds the even ranks */
+  (void)evens;
+  even_id = existing;
+  assert_hvd_ok(hvd_add_process_set(odds, no, &odd_id));
+  hvd_op_options_t opts;
+  hvd_op_options_init(&opts);
+  for (int step = 0; step < 5; ++step) {
+    if (rank % 2 == 0) {
+      opts.process_set_id = even_id;
+      int64_t v = rank;
+      hvd_handle_t h;
+      assert_hvd_ok(hvd_allreduce_async(&v, &v, 1, HVD_INT64, HVD_OP_MAX, "set.op", &opts, &h));
+      assert_hvd_ok(hvd_wait(h));
+      assert_int_equal(v, 2 * (ne - 1));
+    } else {
+      opts.process_set_id = odd_id;
+      int64_t shape[1] = {1};
+      int64_t mine = rank;
+      void* out = NULL;
+      int64_t dim0;
+      assert_hvd_ok(hvd_allgather(&mine, 1, shape, HVD_INT64, &out, &dim0, NULL, "set.op", &opts));
+      assert_int_equal(dim0, no);
+      for (int i = 0; i < no; ++i) assert_int_equal(((int64_t*)out)[i], odds[i]);
+      hvd_free(out);
+    }
+  }
+  assert_hvd_ok(hvd_remove_process_set(odd_id));
+}
+
 static void bad_add_arguments(void** state) {
   (void)state;
   const int size = hvd_size();
@@ -125,6 +165,7 @@ int main(void) {
       cmocka_unit_test(static_sets_queries_and_allreduce),
       cmocka_unit_test(dynamic_add_use_remove),
       cmocka_unit_test(bad_add_arguments),
+      cmocka_unit_test(even_and_odd_sets_at_once),
       cmocka_unit_test(ranks_that_disagree_get_mismatch),
   };
   return cmocka_run_group_tests_name("process_sets", tests, group_init_with_static_sets,
