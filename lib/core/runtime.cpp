@@ -128,7 +128,15 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
 
   auto rt = std::make_shared<Runtime>();
   rt->params = params;
+  // A caller's communicator may be an invalid handle (hvd_init_comm_f with a bad
+  // number): MPICH raises that on MPI_COMM_WORLD's handler, fatal by default, so it
+  // returns an error only while the handler is MPI_ERRORS_RETURN.
+  MPI_Errhandler world_handler;
+  MPI_Comm_get_errhandler(MPI_COMM_WORLD, &world_handler);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   int rc = MPI_Comm_dup(comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm, &rt->world);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, world_handler);
+  MPI_Errhandler_free(&world_handler);
   if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Comm_dup");
   MPI_Comm_set_errhandler(rt->world, MPI_ERRORS_RETURN);
   MPI_Comm_dup(rt->world, &rt->control);
