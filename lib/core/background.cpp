@@ -267,6 +267,14 @@ void BackgroundLoop::wait_for_round() {
       double left = deadline - now_seconds();
       if (left <= 0) return;
       timeout_us = std::min<int64_t>(poll_us, static_cast<int64_t>(std::ceil(left * 1e6)));
+    } else {
+      // A peer's doorbell cannot wake this sleep; only the next check sees it. Just
+      // after a round, peers are likely to ring soon, so check often; the longer the
+      // quiet, the longer the sleep (an idle job ends up at HVD_IDLE_POLL_MS). With
+      // work of its own waiting on peers, a rank checks at least every HVD_POLL_US.
+      const double quiet_us = (now_seconds() - last_round_end_) * 1e6;
+      timeout_us = std::clamp<int64_t>(static_cast<int64_t>(quiet_us / 4), poll_us, idle_poll_us);
+      if (controller_.busy()) timeout_us = std::min(timeout_us, poll_us);
     }
     if (rt_.queue.wait(timeout_us) || controller_.has_unannounced()) {
       ring_doorbells();
@@ -414,6 +422,15 @@ void BackgroundLoop::run() {
   fail_everything(exit_reason);
   MPI_Cancel(&doorbell_request_);
   MPI_Wait(&doorbell_request_, MPI_STATUS_IGNORE);
+  // Doorbells that arrived after the last round are received here, so the transport
+  // holds no unmatched messages when the communicator is freed.
+  int pending = 1;
+  while (pending) {
+    MPI_Iprobe(MPI_ANY_SOURCE, kDoorbellTag, rt_.control, &pending, MPI_STATUS_IGNORE);
+    if (pending)
+      MPI_Recv(&doorbell_value_, 1, MPI_INT64_T, MPI_ANY_SOURCE, kDoorbellTag, rt_.control,
+               MPI_STATUS_IGNORE);
+  }
   rt_.loop_exited.store(true);
 }
 
