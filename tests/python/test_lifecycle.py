@@ -22,6 +22,9 @@ def test_shutdown_fails_pending_work_then_init_again():
     if hvd.rank() == 0:
         # Nobody else submits this name: shutdown must complete it with an error.
         pending = hvd.allreduce_async(np.ones(2), name="orphan")
+    # Meet once the orphan is enqueued: a rank that shut down first would make rank
+    # 0's enqueue itself fail (the job is shut down), not the pending wait.
+    hvd.allreduce(np.ones(1), name="orphan.enqueued")
     hvd.shutdown()
     if pending is not None:
         with pytest.raises(hvd.ShutDownError):
