@@ -114,6 +114,11 @@ HVD_API hvd_status_t hvd_alltoall_async(const void* sendbuf, int ndim, const int
         if (send_splits[q] < 0)
           return fail(HVD_ERR_INVALID_ARGUMENT, "send_splits[%d] is %lld; splits must be >= 0", q,
                       static_cast<long long>(send_splits[q]));
+        // total <= shape[0] holds throughout, so the sum cannot overflow.
+        if (send_splits[q] > shape[0] - total)
+          return fail(HVD_ERR_INVALID_ARGUMENT,
+                      "send_splits[0..%d] sum to more than shape[0] (%lld rows)", q,
+                      static_cast<long long>(shape[0]));
         total += send_splits[q];
       }
       if (total != shape[0])
