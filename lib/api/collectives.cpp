@@ -24,7 +24,7 @@ Error allreduce_request(Runtime& rt, const void* sendbuf, void* recvbuf, int64_t
   if (!(err = resolve_name(rt, name, "allreduce", &resolved)).ok()) return err;
   if (!(err = check_placement(sendbuf, opts.device, resolved, "sendbuf")).ok()) return err;
   if (!(err = check_placement(recvbuf, opts.device, resolved, "recvbuf")).ok()) return err;
-  *out = make_request(resolved, opts, OpType::Allreduce, dtype);
+  *out = make_request(std::move(resolved), opts, OpType::Allreduce, dtype);
   out->spec.reduce_op = op;
   out->spec.shape = {count};
   out->send = sendbuf;
@@ -58,9 +58,9 @@ HVD_API hvd_status_t hvd_allreduce_async(const void* sendbuf, void* recvbuf, int
     std::shared_ptr<ProcessSet> set;
     HVD_TRY(check_handle_out(handle));
     HVD_TRY(begin("hvd_allreduce_async", options, &rt, &opts, &set));
-    std::vector<Request> requests(1);
-    HVD_TRY(allreduce_request(*rt, sendbuf, recvbuf, count, dtype, op, name, opts, &requests[0]));
-    return finish(enqueue(*rt, std::move(requests), handle));
+    Request request;
+    HVD_TRY(allreduce_request(*rt, sendbuf, recvbuf, count, dtype, op, name, opts, &request));
+    return finish(enqueue(*rt, std::move(request), handle));
   })
 }
 

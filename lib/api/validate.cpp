@@ -165,9 +165,9 @@ Error begin(const char* function, const hvd_op_options_t* options, std::shared_p
   return err;
 }
 
-Request make_request(const std::string& name, const OpOptions& opts, OpType op, hvd_dtype_t dtype) {
+Request make_request(std::string name, const OpOptions& opts, OpType op, hvd_dtype_t dtype) {
   Request r;
-  r.name = name;
+  r.name = std::move(name);
   r.spec.op = op;
   r.spec.dtype = dtype;
   r.spec.device = opts.device;

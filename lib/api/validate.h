@@ -45,7 +45,7 @@ Error resolve_name(Runtime& rt, const char* name, const char* op, std::string* o
 Error begin(const char* function, const hvd_op_options_t* options, std::shared_ptr<Runtime>* rt,
             OpOptions* opts, std::shared_ptr<ProcessSet>* set);
 // The request skeleton: name, op, dtype and the options' fields.
-Request make_request(const std::string& name, const OpOptions& opts, OpType op, hvd_dtype_t dtype);
+Request make_request(std::string name, const OpOptions& opts, OpType op, hvd_dtype_t dtype);
 
 // Exported functions end in one of these: a status, with last_error set on failure.
 hvd_status_t finish(const Error& error);

@@ -9,7 +9,7 @@ namespace hvd {
 
 namespace {
 
-std::string shape_text(const std::vector<int64_t>& shape, size_t from) {
+std::string shape_text(const Dims& shape, size_t from) {
   std::string s = "[";
   for (size_t i = from; i < shape.size(); ++i) {
     if (i > from) s += ", ";

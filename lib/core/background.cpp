@@ -40,7 +40,7 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
                   &runtime.sets),
       host_(runtime.params.allreduce_chunk_bytes, &runtime.counters),
       executor_(&host_, &runtime.sets,
-                [this](Request&& r, const Error& e) { complete(std::move(r), e); },
+                [this](std::vector<Request>& r, const Error& e) { complete_batch(r, e); },
                 [this](const Response& r, Request* local) { return administer(r, local); }),
       hier_(NodeLayout{runtime.local, runtime.cross, runtime.local_rank, runtime.local_size,
                        runtime.cross_rank, runtime.cross_size, runtime.homogeneous,
@@ -76,6 +76,14 @@ BackgroundLoop::~BackgroundLoop() = default;
 void BackgroundLoop::complete(Request&& request, const Error& result) {
   rt_.queue.release_name(TensorQueue::key_of(request.spec.process_set, request.name));
   if (request.handle) request.handle->complete(result);
+}
+
+void BackgroundLoop::complete_batch(std::vector<Request>& requests, const Error& result) {
+  // Names first: a caller woken by its handle may reuse the name at once.
+  rt_.queue.release_names(requests);
+  for (Request& r : requests)
+    if (r.handle) r.handle->complete(result);
+  requests.clear();
 }
 
 void BackgroundLoop::start_device() {
@@ -365,7 +373,8 @@ Error BackgroundLoop::run_round(bool* shutdown) {
 
   for (auto& [blocked, why] : controller_.take_blocked_by_join()) complete(std::move(blocked), why);
 
-  std::vector<Response> ready = controller_.take_ready();
+  controller_.take_ready(&ready_);
+  const std::vector<Response>& ready = ready_;
   if (!ready.empty()) {
     Timeline& timeline = process_timeline();
     if (timeline.enabled())

@@ -49,6 +49,7 @@ class BackgroundLoop {
   Error wait_request(MPI_Request* request);
   void inspect_stalls();
   void complete(Request&& request, const Error& result);
+  void complete_batch(std::vector<Request>& requests, const Error& result);
   // Runs process-set changes (collective over the world, in negotiated order).
   Error administer(const Response& response, Request* local);
   // Creates the device engine on this thread when the rank has a GPU.
@@ -87,6 +88,7 @@ class BackgroundLoop {
   std::vector<uint64_t> bits_result_;
   std::vector<uint8_t> message_;
   std::vector<uint8_t> gathered_;
+  std::vector<Response> ready_;  // this round's responses (capacity reused)
 };
 
 }  // namespace hvd

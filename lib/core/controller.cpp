@@ -31,12 +31,30 @@ bool Controller::joined_locally() const {
 }
 
 void Controller::intake(std::vector<Request>&& requests) {
+  // Requests come in runs of one process set: look the set up once per run.
+  int32_t set_id = -1;
+  std::shared_ptr<ProcessSet> set;
   for (Request& r : requests) {
-    std::string key = TensorQueue::key_of(r.spec.process_set, r.name);
-    Local local;
+    std::unordered_map<std::string, Local>::node_type node;
+    if (!spare_pending_.empty()) {
+      node = std::move(spare_pending_.back());
+      spare_pending_.pop_back();
+    } else {
+      // A fresh node, made in a map of the same type that holds nothing else.
+      std::unordered_map<std::string, Local> maker;
+      node = maker.extract(maker.emplace(std::string(), Local()).first);
+    }
+    std::string& key = node.key();
+    TensorQueue::key_into(r.spec.process_set, r.name, &key);
+    Local& local = node.mapped();
+    local.cache_slot = -1;
+    local.announced = false;
     int slot = cache_.find(key);
     if (slot >= 0) {
-      auto set = sets_->find(r.spec.process_set);
+      if (r.spec.process_set != set_id || !set) {
+        set = sets_->find(r.spec.process_set);
+        set_id = r.spec.process_set;
+      }
       int set_rank = set ? set->my_set_rank : -1;
       int set_size = set ? set->size() : 0;
       const Response& cached = cache_.at(slot);
@@ -52,7 +70,7 @@ void Controller::intake(std::vector<Request>&& requests) {
     }
     local.request = std::move(r);
     if (local.cache_slot < 0) unannounced_.push_back(key);
-    pending_.emplace(std::move(key), std::move(local));
+    pending_.insert(std::move(node));
   }
 }
 
@@ -342,10 +360,9 @@ void Controller::add_response(Response&& response) {
   ready_.push_back(std::move(response));
 }
 
-std::vector<Response> Controller::take_ready() {
-  std::vector<Response> out;
-  out.swap(ready_);
-  return out;
+void Controller::take_ready(std::vector<Response>* out) {
+  out->clear();
+  out->swap(ready_);
 }
 
 Request* Controller::find_local(const std::string& key) {
@@ -354,10 +371,11 @@ Request* Controller::find_local(const std::string& key) {
 }
 
 bool Controller::take_local(const std::string& key, Request* out) {
-  auto it = pending_.find(key);
-  if (it == pending_.end()) return false;
-  *out = std::move(it->second.request);
-  pending_.erase(it);
+  auto node = pending_.extract(key);
+  if (!node) return false;
+  *out = std::move(node.mapped().request);
+  // A bounded reserve: enough for a large model's tensors, no growth without limit.
+  if (spare_pending_.size() < 65536) spare_pending_.push_back(std::move(node));
   return true;
 }
 

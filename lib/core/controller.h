@@ -56,8 +56,9 @@ class Controller {
   Error apply_messages(const std::vector<uint8_t>& data, const std::vector<int>& counts,
                        const std::vector<int>& displs);
 
-  // Responses ready this round, in execution order (the same on every rank).
-  std::vector<Response> take_ready();
+  // Responses ready this round, in execution order (the same on every rank), swapped
+  // into *out (whose old contents are dropped; both vectors keep their capacity).
+  void take_ready(std::vector<Response>* out);
 
   // The local request for a response key, or nullptr (not a member, or joined).
   Request* find_local(const std::string& key);
@@ -124,7 +125,11 @@ class Controller {
   size_t words_;
   ProcessSetTable* sets_;
   ResponseCache cache_;
+  // Pending requests by key. Nodes of completed requests are kept for reuse: the
+  // same tensors come back every step, and a node and a key allocation per tensor
+  // were a measurable share of a small tensor's cost.
   std::unordered_map<std::string, Local> pending_;
+  std::vector<std::unordered_map<std::string, Local>::node_type> spare_pending_;
   std::vector<std::string> unannounced_;   // keys, in enqueue order
   std::vector<int> invalid_slots_;
   std::unordered_map<std::string, Announcement> table_;

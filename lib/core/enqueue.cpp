@@ -8,14 +8,28 @@ HandleTable& handle_table() {
 }
 
 Error enqueue(Runtime& rt, std::vector<Request>&& requests, hvd_handle_t* handle) {
-  auto state = std::make_shared<HandleState>(static_cast<int>(requests.size()));
+  HandleState* state = nullptr;
+  hvd_handle_t h = handle_table().add(static_cast<int>(requests.size()), &state);
   double now = now_seconds();
   for (Request& r : requests) {
     r.handle = state;
     r.enqueue_time = now;
   }
-  hvd_handle_t h = handle_table().add(state);
   Error err = rt.queue.push(std::move(requests));
+  if (!err.ok()) {
+    handle_table().take(h);
+    return err;
+  }
+  *handle = h;
+  return Error::success();
+}
+
+Error enqueue(Runtime& rt, Request&& request, hvd_handle_t* handle) {
+  HandleState* state = nullptr;
+  hvd_handle_t h = handle_table().add(1, &state);
+  request.handle = state;
+  request.enqueue_time = now_seconds();
+  Error err = rt.queue.push(std::move(request));
   if (!err.ok()) {
     handle_table().take(h);
     return err;

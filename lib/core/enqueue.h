@@ -11,6 +11,7 @@ namespace hvd {
 // Creates one handle for all requests (they complete together), pushes them, wakes
 // the background thread. On failure nothing is queued and no handle exists.
 Error enqueue(Runtime& rt, std::vector<Request>&& requests, hvd_handle_t* handle);
+Error enqueue(Runtime& rt, Request&& request, hvd_handle_t* handle);
 
 // Handles outlive the runtime: an operation failed by hvd_shutdown can still be
 // waited for afterwards, and reports HVD_ERR_SHUT_DOWN.

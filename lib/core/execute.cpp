@@ -35,8 +35,18 @@ void Executor::run(const Batch& batch, const std::vector<Response>& responses,
                    Controller& controller) {
   const Response& first = responses[batch.items.front()];
   auto set = sets_->find(first.spec.process_set);
-  std::vector<Request*> locals;
-  for (size_t i : batch.items) locals.push_back(controller.find_local(responses[i].key));
+  // The local requests leave the controller now (one lookup each); a member without
+  // one (a joined rank) gets nullptr.
+  taken_.clear();
+  taken_.resize(batch.items.size());
+  std::vector<Request*> locals(batch.items.size(), nullptr);
+  size_t have = 0;
+  for (size_t k = 0; k < batch.items.size(); ++k) {
+    if (controller.take_local(responses[batch.items[k]].key, &taken_[have])) {
+      locals[k] = &taken_[have];
+      ++have;
+    }
+  }
 
   tracing_ = timeline_ && timeline_->enabled() && set && set->member();
   if (tracing_) {
@@ -52,7 +62,9 @@ void Executor::run(const Batch& batch, const std::vector<Response>& responses,
   if (!first.error.ok()) {
     result = first.error;
   } else if (!set || !set->member()) {
-    return;  // not ours: the members run it
+    if (have == 0) return;  // not ours: the members run it
+    result = make_error(HVD_ERR_INTERNAL, "tensor '%s' ran on a process set this rank left",
+                        first.name.c_str());
   } else if (first.spec.device != HVD_DEVICE_CPU && first.spec.op != OpType::Join &&
              first.spec.op != OpType::Barrier) {
     result = dispatch_device(batch, responses, locals, *set);
@@ -63,11 +75,8 @@ void Executor::run(const Batch& batch, const std::vector<Response>& responses,
     for (const std::string& key : batch_keys_)
       timeline_->op_end(key, result.ok() ? std::string_view("OK") : std::string_view(result.message));
   }
-  for (size_t k = 0; k < batch.items.size(); ++k) {
-    Request request;
-    if (controller.take_local(responses[batch.items[k]].key, &request))
-      complete_(std::move(request), result);
-  }
+  taken_.resize(have);
+  if (have) complete_(taken_, result);
 }
 
 void Executor::activity_start(const char* activity) {

@@ -21,7 +21,8 @@ class DeviceEngine;
 
 class Executor {
  public:
-  using Complete = std::function<void(Request&&, const Error&)>;
+  // Completes a batch's local requests with one result (names released together).
+  using Complete = std::function<void(std::vector<Request>& requests, const Error&)>;
   // Process-set changes and other runtime-level operations, run by the owner.
   using Admin = std::function<Error(const Response&, Request* local)>;
 
@@ -82,6 +83,7 @@ class Executor {
   std::string device_error_ = "this rank has no usable GPU";
   std::vector<unsigned char> fusion_buffer_;
   std::vector<unsigned char> scratch_;
+  std::vector<Request> taken_;  // the running batch's local requests (capacity reused)
 };
 
 // Output memory for results of negotiated size (allgather, alltoall): the request's

@@ -5,6 +5,26 @@
 
 namespace hvd {
 
+namespace {
+
+// Handle values: generation in the high 32 bits, slot + 1 in the low 32, so 0 and
+// negative values are never issued.
+hvd_handle_t encode_handle(uint32_t slot, uint32_t generation) {
+  return static_cast<hvd_handle_t>((static_cast<uint64_t>(generation & 0x7fffffffu) << 32) |
+                                   (static_cast<uint64_t>(slot) + 1));
+}
+
+}  // namespace
+
+void HandleState::reset(int parts) {
+  queued_.store(false, std::memory_order_relaxed);
+  remaining_.store(parts, std::memory_order_relaxed);
+  done_.store(0, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(mutex_);
+  waiter_ = nullptr;
+  error_ = Error::success();
+}
+
 void HandleState::complete(const Error& result) {
   if (!result.ok()) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -12,6 +32,9 @@ void HandleState::complete(const Error& result) {
   }
   if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     done_.store(1, std::memory_order_release);
+    // The waiter may return and its slot be reused before this wake-up: states are
+    // never freed while the table exists, so at worst another waiter wakes early and
+    // sleeps again.
     done_.notify_all();
   }
 }
@@ -46,31 +69,81 @@ Error HandleState::result() const {
   return error_;
 }
 
-hvd_handle_t HandleTable::add(std::shared_ptr<HandleState> state) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  hvd_handle_t h = next_++;
-  handles_.emplace(h, std::move(state));
-  return h;
+HandleRef& HandleRef::operator=(HandleRef&& other) noexcept {
+  if (this != &other) {
+    reset();
+    table_ = other.table_;
+    slot_ = other.slot_;
+    state_ = other.state_;
+    other.table_ = nullptr;
+    other.state_ = nullptr;
+  }
+  return *this;
 }
 
-std::shared_ptr<HandleState> HandleTable::find(hvd_handle_t handle) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = handles_.find(handle);
-  return it == handles_.end() ? nullptr : it->second;
+void HandleRef::reset() {
+  if (state_) table_->unpin(slot_);
+  table_ = nullptr;
+  state_ = nullptr;
 }
 
-std::shared_ptr<HandleState> HandleTable::take(hvd_handle_t handle) {
+hvd_handle_t HandleTable::add(int parts, HandleState** state) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = handles_.find(handle);
-  if (it == handles_.end()) return nullptr;
-  auto state = std::move(it->second);
-  handles_.erase(it);
-  return state;
+  uint32_t slot;
+  if (!free_.empty()) {
+    slot = free_.back();
+    free_.pop_back();
+  } else {
+    slot = static_cast<uint32_t>(slots_.size());
+    slots_.emplace_back();
+    slots_.back().state = std::make_unique<HandleState>();
+  }
+  Slot& s = slots_[slot];
+  s.live = true;
+  s.state->reset(parts);
+  ++live_;
+  *state = s.state.get();
+  return encode_handle(slot, s.generation);
+}
+
+HandleRef HandleTable::pin_locked(hvd_handle_t handle) {
+  if (handle <= 0) return {};
+  const uint64_t value = static_cast<uint64_t>(handle);
+  const uint64_t index = (value & 0xffffffffu);
+  if (index == 0 || index > slots_.size()) return {};
+  const uint32_t slot = static_cast<uint32_t>(index - 1);
+  Slot& s = slots_[slot];
+  if (!s.live || (s.generation & 0x7fffffffu) != (value >> 32)) return {};
+  ++s.pins;
+  return HandleRef(this, slot, s.state.get());
+}
+
+HandleRef HandleTable::find(hvd_handle_t handle) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return pin_locked(handle);
+}
+
+HandleRef HandleTable::take(hvd_handle_t handle) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  HandleRef ref = pin_locked(handle);
+  if (ref) {
+    Slot& s = slots_[static_cast<size_t>((static_cast<uint64_t>(handle) & 0xffffffffu) - 1)];
+    s.live = false;
+    ++s.generation;  // the old handle value is unknown from now on
+    --live_;
+  }
+  return ref;
+}
+
+void HandleTable::unpin(uint32_t slot) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Slot& s = slots_[slot];
+  if (--s.pins == 0 && !s.live) free_.push_back(slot);
 }
 
 size_t HandleTable::size() {
   std::lock_guard<std::mutex> lock(mutex_);
-  return handles_.size();
+  return live_;
 }
 
 }  // namespace hvd

@@ -1,5 +1,11 @@
 // Handles: the completion state of an enqueued operation, shared by the user thread
 // that waits and the background thread that completes it.
+//
+// States live in a pool and are reused: a training step enqueues hundreds of small
+// tensors, and an allocation, a hash-map node and a reference count per tensor were a
+// measurable share of its cost. A handle is a slot index plus a generation, so a
+// handle that was already waited for is recognized as unknown even after its slot
+// holds another operation.
 #pragma once
 
 #include <atomic>
@@ -8,15 +14,16 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
+#include <vector>
 
 #include "core/error.h"
+#include "hvd/hvd.h"
 
 namespace hvd {
 
 class HandleState {
  public:
-  explicit HandleState(int parts = 1) : remaining_(parts) {}
+  HandleState() = default;
 
   // Completes one part; the handle is done when every part is. The first error wins.
   void complete(const Error& result);
@@ -34,25 +41,71 @@ class HandleState {
   StreamWaiter wait_for_device_queue() const;
 
  private:
+  friend class HandleTable;
+  // Prepares a pooled state for a new operation of `parts` parts.
+  void reset(int parts);
+
   std::atomic<bool> queued_{false};
   StreamWaiter waiter_;  // guarded by mutex_
-  std::atomic<int> remaining_;
+  std::atomic<int> remaining_{1};
   std::atomic<int> done_{0};
   mutable std::mutex mutex_;
   Error error_;
 };
 
+class HandleTable;
+
+// A pinned state: its slot is not reused while a HandleRef to it exists.
+class HandleRef {
+ public:
+  HandleRef() = default;
+  HandleRef(HandleTable* table, uint32_t slot, HandleState* state)
+      : table_(table), slot_(slot), state_(state) {}
+  HandleRef(HandleRef&& other) noexcept { *this = std::move(other); }
+  HandleRef& operator=(HandleRef&& other) noexcept;
+  HandleRef(const HandleRef&) = delete;
+  HandleRef& operator=(const HandleRef&) = delete;
+  ~HandleRef() { reset(); }
+
+  explicit operator bool() const { return state_ != nullptr; }
+  HandleState* operator->() const { return state_; }
+  HandleState* get() const { return state_; }
+  void reset();
+
+ private:
+  HandleTable* table_ = nullptr;
+  uint32_t slot_ = 0;
+  HandleState* state_ = nullptr;
+};
+
 class HandleTable {
  public:
-  hvd_handle_t add(std::shared_ptr<HandleState> state);
-  std::shared_ptr<HandleState> find(hvd_handle_t handle);
-  std::shared_ptr<HandleState> take(hvd_handle_t handle);  // find and remove
+  // A new handle for an operation of `parts` parts; *state is where the background
+  // thread completes it (valid until the handle is waited for).
+  hvd_handle_t add(int parts, HandleState** state);
+  // The state of a live handle, pinned; empty for an unknown handle.
+  HandleRef find(hvd_handle_t handle);
+  // As find, and retires the handle: later finds and takes of it fail. The slot is
+  // reused once the returned reference (and any other) is released.
+  HandleRef take(hvd_handle_t handle);
+  // Live handles (issued and not yet taken).
   size_t size();
 
  private:
+  friend class HandleRef;
+  struct Slot {
+    std::unique_ptr<HandleState> state;  // stays in place while slots_ grows
+    uint32_t generation = 0;
+    bool live = false;  // issued and not taken
+    int pins = 0;
+  };
+  HandleRef pin_locked(hvd_handle_t handle);
+  void unpin(uint32_t slot);
+
   std::mutex mutex_;
-  std::unordered_map<hvd_handle_t, std::shared_ptr<HandleState>> handles_;
-  hvd_handle_t next_ = 1;
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> free_;
+  size_t live_ = 0;
 };
 
 }  // namespace hvd

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dims.h"
 #include "core/handles.h"
 #include "hvd/hvd.h"
 
@@ -38,7 +39,7 @@ struct TensorSpec {
   double prescale = 1.0;
   double postscale = 1.0;
   int32_t group_size = 0;    // grouped allreduce: tensors in the group, else 0
-  std::vector<int64_t> shape;   // allreduce/broadcast: {count}
+  Dims shape;                    // allreduce/broadcast: {count}
   std::vector<int64_t> splits;  // alltoall: rows this rank sends to each set rank
 
   int64_t num_elements() const;
@@ -60,7 +61,7 @@ struct Request {
   hvd_allocator_fn allocator = nullptr;
   void* allocator_data = nullptr;
   void* stream = nullptr;
-  std::shared_ptr<HandleState> handle;
+  HandleState* handle = nullptr;  // pooled; valid until the handle is waited for
   double enqueue_time = 0;  // seconds, monotonic
 };
 

@@ -9,6 +9,16 @@ std::string TensorQueue::key_of(int32_t process_set, const std::string& name) {
   return std::to_string(process_set) + "\x1f" + name;
 }
 
+void TensorQueue::key_into(int32_t process_set, const std::string& name, std::string* out) {
+  if (process_set == 0) {
+    out->assign(name);
+    return;
+  }
+  out->assign(std::to_string(process_set));
+  out->push_back('\x1f');
+  out->append(name);
+}
+
 Error TensorQueue::push(std::vector<Request>&& requests) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -26,7 +36,7 @@ Error TensorQueue::push(std::vector<Request>&& requests) {
                           r.name.c_str());
     }
     for (Request& r : requests) {
-      in_flight_.insert(key_of(r.spec.process_set, r.name));
+      insert_in_flight(key_of(r.spec.process_set, r.name));
       queue_.push_back(std::move(r));
     }
     signalled_.store(true, std::memory_order_release);
@@ -36,6 +46,42 @@ Error TensorQueue::push(std::vector<Request>&& requests) {
   }
   cv_.notify_one();
   return Error::success();
+}
+
+Error TensorQueue::push(Request&& request) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_) return make_error(HVD_ERR_SHUT_DOWN, "%s", close_reason_.c_str());
+    const std::string key = key_of(request.spec.process_set, request.name);
+    if (in_flight_.count(key) != 0)
+      return make_error(HVD_ERR_DUPLICATE_NAME,
+                        "a tensor named '%s' is already in flight on this rank; wait for "
+                        "its handle before reusing the name, or give this one another name",
+                        request.name.c_str());
+    insert_in_flight(key);
+    queue_.push_back(std::move(request));
+    signalled_.store(true, std::memory_order_release);
+    if (!sleeping_) return Error::success();
+  }
+  cv_.notify_one();
+  return Error::success();
+}
+
+void TensorQueue::insert_in_flight(const std::string& key) {
+  if (spare_nodes_.empty()) {
+    in_flight_.insert(key);
+    return;
+  }
+  auto node = std::move(spare_nodes_.back());
+  spare_nodes_.pop_back();
+  node.value() = key;  // reuses the string's capacity
+  in_flight_.insert(std::move(node));
+}
+
+void TensorQueue::erase_in_flight(const std::string& key) {
+  auto node = in_flight_.extract(key);
+  // A bounded reserve: enough for a large model's tensors, no growth without limit.
+  if (node && spare_nodes_.size() < 65536) spare_nodes_.push_back(std::move(node));
 }
 
 void TensorQueue::drain(std::vector<Request>* out) {
@@ -48,7 +94,18 @@ void TensorQueue::drain(std::vector<Request>* out) {
 
 void TensorQueue::release_name(const std::string& key) {
   std::lock_guard<std::mutex> lock(mutex_);
-  in_flight_.erase(key);
+  erase_in_flight(key);
+}
+
+void TensorQueue::release_names(const std::vector<Request>& completed) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const Request& r : completed) {
+    if (r.spec.process_set == 0) {
+      erase_in_flight(r.name);
+    } else {
+      erase_in_flight(key_of(r.spec.process_set, r.name));
+    }
+  }
 }
 
 bool TensorQueue::wait(int64_t timeout_us) {

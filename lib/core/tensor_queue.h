@@ -19,12 +19,16 @@ class TensorQueue {
   // Pushes all requests or none: a name in flight (or repeated within the batch)
   // fails the whole push with HVD_ERR_DUPLICATE_NAME; after close(), HVD_ERR_SHUT_DOWN.
   Error push(std::vector<Request>&& requests);
+  // The same for a single request (the common case: no vector to allocate).
+  Error push(Request&& request);
 
   // Moves every queued request into *out (appending).
   void drain(std::vector<Request>* out);
 
   // Called when an operation completes: its name may be used again.
   void release_name(const std::string& key);
+  // The same for several, under one lock.
+  void release_names(const std::vector<Request>& completed);
 
   // Sleeps until something is pushed, poke() is called, or timeout_us passes.
   // Returns true if there was something to do (queue non-empty or poked).
@@ -39,12 +43,20 @@ class TensorQueue {
   bool empty();
 
   static std::string key_of(int32_t process_set, const std::string& name);
+  // The same into *out, reusing its capacity.
+  static void key_into(int32_t process_set, const std::string& name, std::string* out);
 
  private:
   std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<Request> queue_;
+  // Marks key in flight, reusing a node of a released name when there is one (the
+  // same names come back every training step: no allocation per tensor).
+  void insert_in_flight(const std::string& key);
+  void erase_in_flight(const std::string& key);
+
   std::unordered_set<std::string> in_flight_;
+  std::vector<std::unordered_set<std::string>::node_type> spare_nodes_;
   bool poked_ = false;
   bool sleeping_ = false;  // the background thread waits on cv_
   std::atomic<bool> signalled_{false};  // queue non-empty or poked

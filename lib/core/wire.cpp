@@ -24,7 +24,8 @@ class Writer {
     put<uint32_t>(static_cast<uint32_t>(s.size()));
     out_->insert(out_->end(), s.begin(), s.end());
   }
-  void put_vector(const std::vector<int64_t>& v) {
+  template <typename Vector>
+  void put_vector(const Vector& v) {
     put<uint32_t>(static_cast<uint32_t>(v.size()));
     for (int64_t x : v) put<int64_t>(x);
   }
@@ -50,7 +51,8 @@ class Reader {
     p_ += n;
     return true;
   }
-  bool get_vector(std::vector<int64_t>* v, size_t max_len) {
+  template <typename Vector>
+  bool get_vector(Vector* v, size_t max_len) {
     uint32_t n;
     if (!get(&n) || n > max_len || static_cast<size_t>(end_ - p_) / sizeof(int64_t) < n)
       return false;

@@ -3,7 +3,9 @@
  * cache on and then off (HOROVOD_CACHE_CAPACITY, read at hvd_init). Every result is
  * checked. After a warm-up (the first tenth of each run), resident memory (VmRSS),
  * open file descriptors and threads are sampled ten times; the run fails if memory
- * grows by more than kSlackKiB or the descriptor or thread count changes.
+ * grows by more than kSlackKiB, the descriptor count changes or the thread count
+ * grows. (The transport's own helper thread, UCX's "async", may end while the job
+ * runs: fewer threads is not a leak.)
  *
  *   soak [SMALL LARGE]     default 20000 small and 200 large per cache setting;
  *                          HVD_SOAK_FULL=1 means 1000000 and 10000
@@ -138,7 +140,7 @@ static void run(const char* label, long iterations, long per_call, void (*fn)(lo
         base = peak = u;
       } else {
         if (u.rss_kib > peak.rss_kib) peak.rss_kib = u.rss_kib;
-        if (u.fds != base.fds || u.threads != base.threads) {
+        if (u.fds != base.fds || u.threads > base.threads) {
           fprintf(stderr, "rank %d %s: fds %ld -> %ld, threads %ld -> %ld\n", g_rank, label,
                   base.fds, u.fds, base.threads, u.threads);
           g_failed = 1;
