@@ -332,9 +332,11 @@ void BackgroundLoop::inspect_stalls() {
 
 Error BackgroundLoop::run_round(bool* shutdown) {
   process_timeline().mark_cycle();
-  std::vector<Request> fresh;
-  rt_.queue.drain(&fresh);
-  if (!fresh.empty()) controller_.intake(std::move(fresh));
+  rt_.queue.drain(&fresh_);
+  if (!fresh_.empty()) {
+    controller_.intake(std::move(fresh_));
+    fresh_.clear();  // moved-from requests; the capacity stays for the next round
+  }
   if (rt_.rank == 0 && mode_ != Mode::Idle) inspect_stalls();
 
   controller_.fill_bits(bits_.data(), rt_.shutdown_requested.load());

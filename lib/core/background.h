@@ -89,6 +89,7 @@ class BackgroundLoop {
   std::vector<uint8_t> message_;
   std::vector<uint8_t> gathered_;
   std::vector<Response> ready_;  // this round's responses (capacity reused)
+  std::vector<Request> fresh_;   // requests drained this round (capacity reused)
 };
 
 }  // namespace hvd

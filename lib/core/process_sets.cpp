@@ -7,10 +7,15 @@ namespace hvd {
 void ProcessSetTable::add(std::shared_ptr<ProcessSet> set) {
   std::lock_guard<std::mutex> lock(mutex_);
   next_id_ = std::max(next_id_, set->id + 1);
+  if (set->id == 0 && !has_global_.load(std::memory_order_relaxed)) {
+    global_ = set;
+    has_global_.store(true, std::memory_order_release);
+  }
   sets_[set->id] = std::move(set);
 }
 
 std::shared_ptr<ProcessSet> ProcessSetTable::find(int32_t id) const {
+  if (id == 0 && has_global_.load(std::memory_order_acquire)) return global_;
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = sets_.find(id);
   return it == sets_.end() ? nullptr : it->second;

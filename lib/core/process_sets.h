@@ -3,6 +3,7 @@
 // guards the table and sets are shared immutably.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,6 +38,10 @@ class ProcessSetTable {
  private:
   mutable std::mutex mutex_;
   std::map<int32_t, std::shared_ptr<ProcessSet>> sets_;
+  // The global set, read without the lock on every operation: written once, when it
+  // is added at init (before any operation), and never removed.
+  std::shared_ptr<ProcessSet> global_;
+  std::atomic<bool> has_global_{false};
   int32_t next_id_ = 0;
 };
 

@@ -88,6 +88,10 @@ void TensorQueue::drain(std::vector<Request>* out) {
   std::lock_guard<std::mutex> lock(mutex_);
   poked_ = false;
   signalled_.store(false, std::memory_order_release);
+  if (out->empty()) {
+    out->swap(queue_);  // both vectors keep their capacity for the next rounds
+    return;
+  }
   for (Request& r : queue_) out->push_back(std::move(r));
   queue_.clear();
 }

@@ -53,6 +53,10 @@ bool fusable(const Response& r, const FusionConfig& config) {
 std::vector<Batch> plan_batches(const std::vector<Response>& responses, const FusionConfig& config) {
   std::vector<Batch> batches;
   std::map<FusionKey, size_t> open;  // key -> batch still accepting tensors
+  // The last fusable tensor's key and the batch it went to (open[last_key]).
+  constexpr size_t kNone = static_cast<size_t>(-1);
+  FusionKey last_key;
+  size_t last_batch = kNone;
   for (size_t i = 0; i < responses.size(); ++i) {
     const Response& r = responses[i];
     int64_t bytes = r.error.ok() ? response_bytes(r) : 0;
@@ -61,14 +65,25 @@ std::vector<Batch> plan_batches(const std::vector<Response>& responses, const Fu
       continue;
     }
     FusionKey key = key_of(r, config);
+    // Consecutive tensors usually share a key (one model's gradients): the batch they
+    // join is then the one the previous tensor joined, without a map lookup.
+    if (last_batch != kNone && last_key == key &&
+        batches[last_batch].bytes + bytes <= config.threshold) {
+      Batch& b = batches[last_batch];
+      b.items.push_back(i);
+      b.bytes += bytes;
+      continue;
+    }
+    last_key = key;
     auto it = open.find(key);
     if (it != open.end() && batches[it->second].bytes + bytes <= config.threshold) {
       Batch& b = batches[it->second];
       b.items.push_back(i);
       b.bytes += bytes;
+      last_batch = it->second;
       continue;
     }
-    open[key] = batches.size();
+    open[key] = last_batch = batches.size();
     batches.push_back(Batch{{i}, true, bytes});
   }
   return batches;
