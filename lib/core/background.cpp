@@ -142,7 +142,7 @@ void BackgroundLoop::start_tuner() {
   if (!tuner_) HVD_LOG(Warning, "autotune is off: %s", why.c_str());
 }
 
-void BackgroundLoop::observe_for_tuning(const std::vector<Response>& ready,
+void BackgroundLoop::observe_for_tuning(std::span<const Response> ready,
                                         const std::vector<Batch>& batches) {
   if (!tuner_->tuning()) return;
   const double now = now_seconds();
@@ -375,14 +375,13 @@ Error BackgroundLoop::run_round(bool* shutdown) {
 
   for (auto& [blocked, why] : controller_.take_blocked_by_join()) complete(std::move(blocked), why);
 
-  controller_.take_ready(&ready_);
-  const std::vector<Response>& ready = ready_;
+  const std::span<const Response> ready(ready_.data(), controller_.take_ready(&ready_));
   if (!ready.empty()) {
     Timeline& timeline = process_timeline();
     if (timeline.enabled())
       for (const Response& r : ready) timeline.negotiate_end(r.key);
     std::vector<Batch> batches = plan_batches(ready, fusion_);
-    for (const Batch& batch : batches) executor_.run(batch, ready, controller_);
+    for (const Batch& batch : batches) executor_.run(batch, ready_, controller_);
     if (tuner_) observe_for_tuning(ready, batches);
     if (timeline.enabled())
       timeline.counters("traffic_bytes", static_cast<int64_t>(rt_.counters.local_bytes.load()),

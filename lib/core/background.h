@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -57,7 +58,7 @@ class BackgroundLoop {
   // Autotuning (HOROVOD_AUTOTUNE): the coordinator scores steps and proposes
   // parameters; every rank applies them in the round they arrive.
   void start_tuner();
-  void observe_for_tuning(const std::vector<Response>& ready, const std::vector<Batch>& batches);
+  void observe_for_tuning(std::span<const Response> ready, const std::vector<Batch>& batches);
   void apply_tuning(const std::string& blob);
   void fail_everything(const Error& error);
 

@@ -135,7 +135,7 @@ RoundFlags Controller::apply_bits(const uint64_t* words) {
     bool ready = words[slot / 64] >> (slot % 64) & 1;
     if (!ready || !cache_.occupied(static_cast<int>(slot))) continue;
     cache_.touch(static_cast<int>(slot));
-    ready_.push_back(cache_.at(static_cast<int>(slot)));
+    add_ready(cache_.at(static_cast<int>(slot)));
   }
   return flags;
 }
@@ -196,7 +196,7 @@ Error Controller::apply_messages(const std::vector<uint8_t>& data, const std::ve
         response.spec = e.spec;
         response.error = Error{HVD_ERR_TIMEOUT, e.text};
         table_.erase(it);
-        ready_.push_back(std::move(response));
+        add_ready(std::move(response));
         continue;
       }
       if (e.spec.op == OpType::Join) {
@@ -262,13 +262,13 @@ bool Controller::try_complete(const std::string& key, Announcement& a, const Pro
                                 "contributing zeros",
                                 a.name.c_str(), op_type_name(response.spec.op), who.c_str());
     response.per_rank.clear();
-    ready_.push_back(std::move(response));
+    add_ready(std::move(response));
     return true;
   }
   // A tensor completed with joined ranks absent is not cached: its spec was agreed
   // without them.
   if (joined_missing > 0)
-    ready_.push_back(std::move(response));
+    add_ready(std::move(response));
   else
     add_response(std::move(response));
   return true;
@@ -288,7 +288,7 @@ void Controller::record_join(int world_rank, const std::string& key, const std::
     std::fill(joined_.begin(), joined_.end(), 0);
     joined_count_ = 0;
     last_joined_ = -1;
-    ready_.push_back(std::move(response));
+    add_ready(std::move(response));
     return;
   }
   // Tensors that waited only for this rank can run (allreduce) or fail (others) now.
@@ -357,12 +357,33 @@ void Controller::add_response(Response&& response) {
       }
     }
   }
-  ready_.push_back(std::move(response));
+  add_ready(std::move(response));
 }
 
-void Controller::take_ready(std::vector<Response>* out) {
-  out->clear();
+size_t Controller::take_ready(std::vector<Response>* out) {
   out->swap(ready_);
+  const size_t count = ready_count_;
+  ready_count_ = 0;
+  return count;
+}
+
+void Controller::add_ready(const Response& response) {
+  // Assigning into an element left from an earlier round reuses its strings' memory.
+  if (ready_count_ < ready_.size()) {
+    ready_[ready_count_] = response;
+  } else {
+    ready_.push_back(response);
+  }
+  ++ready_count_;
+}
+
+void Controller::add_ready(Response&& response) {
+  if (ready_count_ < ready_.size()) {
+    ready_[ready_count_] = std::move(response);
+  } else {
+    ready_.push_back(std::move(response));
+  }
+  ++ready_count_;
 }
 
 Request* Controller::find_local(const std::string& key) {

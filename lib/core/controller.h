@@ -56,9 +56,10 @@ class Controller {
   Error apply_messages(const std::vector<uint8_t>& data, const std::vector<int>& counts,
                        const std::vector<int>& displs);
 
-  // Responses ready this round, in execution order (the same on every rank), swapped
-  // into *out (whose old contents are dropped; both vectors keep their capacity).
-  void take_ready(std::vector<Response>* out);
+  // Responses ready this round, in execution order (the same on every rank): swapped
+  // with *out, whose first `returned count` elements are this round's. The elements
+  // after them are stale; they are kept so that their memory is reused.
+  size_t take_ready(std::vector<Response>* out);
 
   // The local request for a response key, or nullptr (not a member, or joined).
   Request* find_local(const std::string& key);
@@ -114,6 +115,8 @@ class Controller {
   };
 
   void add_response(Response&& response);
+  void add_ready(const Response& response);
+  void add_ready(Response&& response);
   void forget_slot(int slot);
   // Completes an announcement if every member has announced it or has joined.
   bool try_complete(const std::string& key, Announcement& a, const ProcessSet& set);
@@ -135,7 +138,8 @@ class Controller {
   std::unordered_map<std::string, Announcement> table_;
   std::vector<std::string> table_order_;   // keys in first-seen order, for the inspector
   std::vector<WireEntry> decisions_;       // coordinator's timeouts to send
-  std::vector<Response> ready_;
+  std::vector<Response> ready_;  // [0, ready_count_) ready; the rest stale, for reuse
+  size_t ready_count_ = 0;
   Timeline* timeline_ = nullptr;
   std::string tuning_received_;
   bool has_tuning_ = false;

@@ -50,7 +50,7 @@ bool fusable(const Response& r, const FusionConfig& config) {
   return bytes < config.inplace_min_bytes && bytes <= config.threshold;
 }
 
-std::vector<Batch> plan_batches(const std::vector<Response>& responses, const FusionConfig& config) {
+std::vector<Batch> plan_batches(std::span<const Response> responses, const FusionConfig& config) {
   std::vector<Batch> batches;
   std::map<FusionKey, size_t> open;  // key -> batch still accepting tensors
   // The last fusable tensor's key and the batch it went to (open[last_key]).

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/response.h"
@@ -25,6 +26,6 @@ struct Batch {
 // True if the response could share a fusion buffer with others.
 bool fusable(const Response& response, const FusionConfig& config);
 
-std::vector<Batch> plan_batches(const std::vector<Response>& responses, const FusionConfig& config);
+std::vector<Batch> plan_batches(std::span<const Response> responses, const FusionConfig& config);
 
 }  // namespace hvd
