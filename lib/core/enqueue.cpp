@@ -1,5 +1,7 @@
 #include "core/enqueue.h"
 
+#include <atomic>
+
 namespace hvd {
 
 HandleTable& handle_table() {
@@ -37,6 +39,13 @@ Error enqueue(Runtime& rt, Request&& request, hvd_handle_t* handle) {
   *handle = h;
   return Error::success();
 }
+
+namespace {
+std::atomic<int64_t> g_wait_spin_us{0};
+}  // namespace
+
+void set_wait_spin_us(int64_t spin_us) { g_wait_spin_us.store(spin_us, std::memory_order_relaxed); }
+int64_t wait_spin_us() { return g_wait_spin_us.load(std::memory_order_relaxed); }
 
 Error wait_handle(hvd_handle_t handle, int64_t spin_us) {
   auto state = handle_table().take(handle);

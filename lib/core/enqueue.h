@@ -17,6 +17,11 @@ Error enqueue(Runtime& rt, Request&& request, hvd_handle_t* handle);
 // waited for afterwards, and reports HVD_ERR_SHUT_DOWN.
 HandleTable& handle_table();
 
+// HVD_SPIN_US of the last initialization, for hvd_wait (which may run without a
+// runtime: a handle failed by shutdown).
+void set_wait_spin_us(int64_t spin_us);
+int64_t wait_spin_us();
+
 // Blocks until the handle completes and releases it; returns its result.
 // spin_us: how long to poll before sleeping.
 Error wait_handle(hvd_handle_t handle, int64_t spin_us);

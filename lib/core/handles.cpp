@@ -20,6 +20,9 @@ void HandleState::reset(int parts) {
   queued_.store(false, std::memory_order_relaxed);
   remaining_.store(parts, std::memory_order_relaxed);
   done_.store(0, std::memory_order_relaxed);
+  has_error_.store(false, std::memory_order_relaxed);
+  // The slot is this thread's alone now (the table's lock ordered the last user's
+  // accesses before this), but the lock keeps the rule "these fields under mutex_".
   std::lock_guard<std::mutex> lock(mutex_);
   waiter_ = nullptr;
   error_ = Error::success();
@@ -29,6 +32,7 @@ void HandleState::complete(const Error& result) {
   if (!result.ok()) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (error_.ok()) error_ = result;
+    has_error_.store(true, std::memory_order_relaxed);  // published by done_ below
   }
   if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     done_.store(1, std::memory_order_release);
@@ -65,6 +69,8 @@ HandleState::StreamWaiter HandleState::wait_for_device_queue() const {
 }
 
 Error HandleState::result() const {
+  // Read after done(): the error, if any, was written before done_ was released.
+  if (!has_error_.load(std::memory_order_acquire)) return Error::success();
   std::lock_guard<std::mutex> lock(mutex_);
   return error_;
 }

@@ -49,6 +49,7 @@ class HandleState {
   StreamWaiter waiter_;  // guarded by mutex_
   std::atomic<int> remaining_{1};
   std::atomic<int> done_{0};
+  std::atomic<bool> has_error_{false};  // error_ holds a failure
   mutable std::mutex mutex_;
   Error error_;
 };

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "core/background.h"
+#include "core/enqueue.h"
 #include "core/log.h"
 #include "timeline/timeline.h"
 #include "ops/mpi/mpi_backend.h"
@@ -191,6 +192,7 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
     std::lock_guard<std::mutex> lock(g_runtime_mutex);
     g_runtime = rt;
   }
+  set_wait_spin_us(rt->params.spin_us);
   return Error::success();
 }
 

@@ -52,13 +52,11 @@ Error TensorQueue::push(Request&& request) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closed_) return make_error(HVD_ERR_SHUT_DOWN, "%s", close_reason_.c_str());
-    const std::string key = key_of(request.spec.process_set, request.name);
-    if (in_flight_.count(key) != 0)
+    if (!insert_in_flight(request.spec.process_set, request.name))
       return make_error(HVD_ERR_DUPLICATE_NAME,
                         "a tensor named '%s' is already in flight on this rank; wait for "
                         "its handle before reusing the name, or give this one another name",
                         request.name.c_str());
-    insert_in_flight(key);
     queue_.push_back(std::move(request));
     signalled_.store(true, std::memory_order_release);
     if (!sleeping_) return Error::success();
@@ -76,6 +74,23 @@ void TensorQueue::insert_in_flight(const std::string& key) {
   spare_nodes_.pop_back();
   node.value() = key;  // reuses the string's capacity
   in_flight_.insert(std::move(node));
+}
+
+bool TensorQueue::insert_in_flight(int32_t process_set, const std::string& name) {
+  std::unordered_set<std::string>::node_type node;
+  if (!spare_nodes_.empty()) {
+    node = std::move(spare_nodes_.back());
+    spare_nodes_.pop_back();
+  } else {
+    // A fresh node, made in a set of the same type that holds nothing else.
+    std::unordered_set<std::string> maker;
+    node = maker.extract(maker.insert(std::string()).first);
+  }
+  key_into(process_set, name, &node.value());  // reuses the string's capacity
+  auto result = in_flight_.insert(std::move(node));
+  if (result.inserted) return true;
+  spare_nodes_.push_back(std::move(result.node));
+  return false;
 }
 
 void TensorQueue::erase_in_flight(const std::string& key) {

@@ -53,6 +53,8 @@ class TensorQueue {
   // Marks key in flight, reusing a node of a released name when there is one (the
   // same names come back every training step: no allocation per tensor).
   void insert_in_flight(const std::string& key);
+  // The same for one request's name, with one lookup; false if it is in flight.
+  bool insert_in_flight(int32_t process_set, const std::string& name);
   void erase_in_flight(const std::string& key);
 
   std::unordered_set<std::string> in_flight_;
