@@ -402,19 +402,39 @@ static void a_handle_waited_twice(void) {
   EXPECT_ERROR(hvd_wait(h));
   int done = 0;
   EXPECT_ERROR(hvd_poll(h, &done));
-  /* Duplicate name in flight: the second is refused, the first completes. */
-  hvd_handle_t h1, h2;
-  float w[4] = {1, 1, 1, 1};
+  /* Duplicate name in flight: the second is refused, the first completes. Each rank
+     first submits a name of its own, which no peer submits before the barrier (a
+     negotiated one: this thread may not call MPI beside the background thread), so
+     it is certainly still in flight when the same name comes again; after the
+     barrier every rank submits every other rank's name, and all complete. */
   int32_t sync = 1;
-  EXPECT_OK(hvd_allreduce_async(v, v, 4, HVD_FLOAT32, HVD_OP_SUM, "dup.name", NULL, &h1));
-  hvd_status_t st = hvd_allreduce_async(w, w, 4, HVD_FLOAT32, HVD_OP_SUM, "dup.name", NULL, &h2);
-  if (st == HVD_SUCCESS) {
-    /* The first had already completed; keep the ranks in step. */
-    EXPECT_OK(hvd_wait(h2));
-  } else {
-    check_error(__LINE__, "duplicate name", st);
+  const int n = hvd_size(), me = hvd_rank();
+  hvd_handle_t* handles = calloc((size_t)n, sizeof *handles);
+  float* data = calloc((size_t)n * 4, sizeof *data);
+  char name[32];
+  snprintf(name, sizeof name, "dup.name.%d", me);
+  EXPECT_OK(hvd_allreduce_async(data + 4 * me, data + 4 * me, 4, HVD_FLOAT32, HVD_OP_SUM, name,
+                                NULL, &handles[me]));
+  hvd_handle_t refused = 0;
+  float w[4] = {1, 1, 1, 1};
+  trace(__LINE__);
+  hvd_status_t st = hvd_allreduce_async(w, w, 4, HVD_FLOAT32, HVD_OP_SUM, name, NULL, &refused);
+  if (n > 1) {
+    check_error(__LINE__, "the same name again while in flight", st);
+  } else if (st == HVD_SUCCESS) {
+    /* Alone, the first may have completed already: the name was free again. */
+    EXPECT_OK(hvd_wait(refused));
   }
-  EXPECT_OK(hvd_wait(h1));
+  EXPECT_OK(hvd_barrier(0));
+  for (int q = 0; q < n; ++q) {
+    if (q == me) continue;
+    snprintf(name, sizeof name, "dup.name.%d", q);
+    EXPECT_OK(hvd_allreduce_async(data + 4 * q, data + 4 * q, 4, HVD_FLOAT32, HVD_OP_SUM, name,
+                                  NULL, &handles[q]));
+  }
+  for (int q = 0; q < n; ++q) EXPECT_OK(hvd_wait(handles[q]));
+  free(handles);
+  free(data);
   EXPECT_OK(hvd_allreduce(&sync, &sync, 1, HVD_INT32, HVD_OP_SUM, "dup.sync"));
 }
 
