@@ -66,6 +66,14 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
   fusion_.inplace_min_bytes = rt_.params.inplace_min_bytes;
   fusion_.disable_group_fusion = rt_.params.disable_group_fusion;
   cycle_time_ms_ = rt_.params.cycle_time_ms;
+  // A chosen starting point for the search (on every rank, so all fuse alike until
+  // the first tuned values arrive); knobs the user set win, and are held.
+  if (rt_.params.autotune) {
+    if (rt_.params.autotune_start_fusion_threshold > 0 && !param_is_set("HOROVOD_FUSION_THRESHOLD"))
+      fusion_.threshold = rt_.params.autotune_start_fusion_threshold;
+    if (rt_.params.autotune_start_cycle_time_ms > 0 && !param_is_set("HOROVOD_CYCLE_TIME"))
+      cycle_time_ms_ = rt_.params.autotune_start_cycle_time_ms;
+  }
   start_tuner();
   bits_.resize(controller_.bit_words());
   bits_result_.resize(controller_.bit_words());
@@ -122,8 +130,8 @@ void BackgroundLoop::start_tuner() {
   tc.max_samples = p.autotune_bayes_opt_max_samples;
   tc.gaussian_process_noise = p.autotune_gaussian_process_noise;
   tc.log_path = p.autotune_log;
-  tc.initial.fusion_threshold = p.fusion_threshold;
-  tc.initial.cycle_time_ms = p.cycle_time_ms;
+  tc.initial.fusion_threshold = fusion_.threshold;
+  tc.initial.cycle_time_ms = cycle_time_ms_;
   tc.initial.hierarchical_allreduce = p.hierarchical_allreduce;
   tc.initial.hierarchical_allgather = p.hierarchical_allgather;
   tc.initial.cache_enabled = p.cache_capacity > 0;

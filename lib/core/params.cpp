@@ -89,6 +89,13 @@ const std::vector<ParamDef>& defs() {
             200, "Most samples the Bayesian optimisation takes"),
       P_DOUBLE("HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", autotune_gaussian_process_noise, 0.8,
                0, 1e6, "Noise term of the autotuner's Gaussian process"),
+      P_BYTES("HVD_AUTOTUNE_START_FUSION_THRESHOLD", autotune_start_fusion_threshold, "0", 0,
+              kNoMax,
+              "With autotune and no HOROVOD_FUSION_THRESHOLD: the threshold the job starts "
+              "with and the search starts from (0: the default)"),
+      P_DOUBLE("HVD_AUTOTUNE_START_CYCLE_TIME", autotune_start_cycle_time_ms, 0, 0, 1e6,
+               "With autotune and no HOROVOD_CYCLE_TIME: the cycle time (ms) the job starts "
+               "with and the search starts from (0: the default)"),
       P_DOUBLE("HOROVOD_STALL_CHECK_TIME_SECONDS", stall_check_time_s, 60, 0, 1e9,
                "Warn about tensors some ranks have not submitted after this many seconds"),
       P_DOUBLE("HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", stall_shutdown_time_s, 0, 0, 1e9,

@@ -29,6 +29,9 @@ struct Params {
   int64_t autotune_steps_per_sample = 10;
   int64_t autotune_bayes_opt_max_samples = 20;
   double autotune_gaussian_process_noise = 0.8;
+  // Where the search starts when the knob itself is not set (0: its usual default).
+  int64_t autotune_start_fusion_threshold = 0;
+  double autotune_start_cycle_time_ms = 0;
   double stall_check_time_s = 60.0;
   double stall_shutdown_time_s = 0.0;
   bool stall_check_disable = false;
