@@ -108,10 +108,17 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
   if (!initialized) {
     if (comm != MPI_COMM_NULL)
       return make_error(HVD_ERR_INVALID_ARGUMENT, "hvd_init_comm needs MPI to be initialized");
+    // libhvd itself needs SERIALIZED (only its background thread calls MPI), but the
+    // application may call MPI too while libhvd runs (mpi4py after hvd.init, its own
+    // communicators), which needs MULTIPLE. Horovod asks for it as well; measured,
+    // it costs nothing here. SERIALIZED is still accepted below.
     int provided = 0;
-    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
     if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Init_thread");
     g_we_initialized_mpi = true;
+    if (provided < MPI_THREAD_MULTIPLE)
+      HVD_LOG(Info, "MPI provides thread level %d, not MPI_THREAD_MULTIPLE: the application "
+                    "must not call MPI while libhvd is initialized", provided);
   }
   int provided = 0;
   MPI_Query_thread(&provided);
