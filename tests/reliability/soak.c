@@ -185,6 +185,10 @@ int main(int argc, char** argv) {
     run(label, small, kStep, small_fn);
     snprintf(label, sizeof label, "large, cache %s", caches[c]);
     run(label, large, 1, large_op);
+    /* A peer's shutdown ends this rank's background thread too; without the barrier
+       a fast peer could shut down before this rank took its last sample, which then
+       counted one thread fewer. */
+    if (hvd_barrier(HVD_GLOBAL_PROCESS_SET) != HVD_SUCCESS) die("hvd_barrier");
     if (hvd_shutdown() != HVD_SUCCESS) die("hvd_shutdown");
   }
   if (g_failed) return 1;

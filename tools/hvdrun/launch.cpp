@@ -85,7 +85,11 @@ JobOutcome run_job(const LaunchCommand& command) {
   struct sigaction action {};
   action.sa_handler = forward_signal;
   sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
+  // No SA_RESTART: the blocking calls below (read, waitpid) loop on EINTR anyway, and
+  // a runtime that runs handlers only between calls (ThreadSanitizer defers them to
+  // the end of the intercepted call) would otherwise never forward the signal while
+  // waitpid restarted itself in the kernel: the job would run on.
+  action.sa_flags = 0;
   for (size_t i = 0; i < 4; ++i) {
     ::sigaction(kForwarded[i], nullptr, &old_actions[i]);
     if (old_actions[i].sa_handler != SIG_IGN) ::sigaction(kForwarded[i], &action, nullptr);
