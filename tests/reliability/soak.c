@@ -4,8 +4,8 @@
  * checked. After a warm-up (the first tenth of each run), resident memory (VmRSS),
  * open file descriptors and threads are sampled ten times; the run fails if memory
  * grows by more than kSlackKiB, the descriptor count changes or the thread count
- * grows. (The transport's own helper thread, UCX's "async", may end while the job
- * runs: fewer threads is not a leak.)
+ * grows. (A peer's shutdown ends this rank's background thread: the ranks meet before
+ * each shutdown so that no sample sees it, and fewer threads would not be a leak.)
  *
  *   soak [SMALL LARGE]     default 20000 small and 200 large per cache setting;
  *                          HVD_SOAK_FULL=1 means 1000000 and 10000
