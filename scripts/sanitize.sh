@@ -45,7 +45,7 @@ run_one() {  # name sanitize-value
 export HWLOC_COMPONENTS=-pci
 
 # halt_on_error makes any report fail its test.
-export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0:protect_shadow_gap=0:detect_odr_violation=0:suppressions=$supp/asan.supp"
+export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0:protect_shadow_gap=0:suppressions=$supp/asan.supp"
 export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$supp/ubsan.supp"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp:print_suppressions=0"
