@@ -135,7 +135,7 @@ const std::vector<ParamDef>& defs() {
                "Read the node topology from this hwloc XML file instead of the machine"),
       P_STRING("CUDA_VISIBLE_DEVICES", cuda_visible_devices,
                "Set by the user or the scheduler; GPU pinning picks among these devices"),
-      P_BYTES("HVD_ALLREDUCE_CHUNK_BYTES", allreduce_chunk_bytes, "8388608", 4096, kNoMax,
+      P_BYTES("HVD_ALLREDUCE_CHUNK_BYTES", allreduce_chunk_bytes, "1048576", 4096, kNoMax,
               "Largest single MPI reduction; bigger buffers are reduced in chunks"),
       P_BYTES("HVD_INPLACE_MIN_BYTES", inplace_min_bytes, "262144", 0, kNoMax,
               "Tensors at least this large are reduced in their own buffer, not copied"),

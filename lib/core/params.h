@@ -43,7 +43,7 @@ struct Params {
   CpuBind cpu_bind = CpuBind::None;
   std::string topology_xml;
   std::string cuda_visible_devices;  // read, not set: pinning maps ordinals through it
-  int64_t allreduce_chunk_bytes = 8ll << 20;
+  int64_t allreduce_chunk_bytes = 1ll << 20;
   int64_t inplace_min_bytes = 256ll << 10;
   int64_t spin_us = 50;
   int64_t bg_spin_us = 0;
