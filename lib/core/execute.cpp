@@ -20,6 +20,16 @@ int divisor_of(const TensorSpec& spec, const ProcessSet& set) {
 
 }  // namespace
 
+std::vector<int64_t> displacements(const std::vector<int64_t>& counts) {
+  std::vector<int64_t> displs(counts.size());
+  int64_t total = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    displs[i] = total;
+    total += counts[i];
+  }
+  return displs;
+}
+
 void* Executor::scratch(size_t bytes, bool zero) {
   if (scratch_.size() < bytes) scratch_.resize(bytes);
   if (zero) std::memset(scratch_.data(), 0, bytes);

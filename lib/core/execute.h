@@ -86,6 +86,10 @@ class Executor {
   std::vector<Request> taken_;  // the running batch's local requests (capacity reused)
 };
 
+// Offsets of consecutive blocks of the given sizes (an exclusive prefix sum), as the
+// v-variants of MPI and NCCL collectives take them.
+std::vector<int64_t> displacements(const std::vector<int64_t>& counts);
+
 // Output memory for results of negotiated size (allgather, alltoall): the request's
 // allocator, else malloc (released by hvd_free). Never NULL for a successful return;
 // zero bytes still give a valid pointer.

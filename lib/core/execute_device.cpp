@@ -12,22 +12,6 @@ namespace hvd {
 
 namespace {
 
-int64_t row_elements(const TensorSpec& spec) {
-  int64_t n = 1;
-  for (size_t i = 1; i < spec.shape.size(); ++i) n *= spec.shape[i];
-  return n;
-}
-
-std::vector<int64_t> prefix(const std::vector<int64_t>& counts) {
-  std::vector<int64_t> displs(counts.size());
-  int64_t total = 0;
-  for (size_t i = 0; i < counts.size(); ++i) {
-    displs[i] = total;
-    total += counts[i];
-  }
-  return displs;
-}
-
 Error device_output(const Request& r, size_t bytes, void** out) {
   if (!r.allocator)
     return make_error(HVD_ERR_INVALID_ARGUMENT,
@@ -77,7 +61,7 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
                          first.name.c_str());
         break;
       }
-      const int64_t dim0 = spec.shape.empty() ? 0 : spec.shape[0], row = row_elements(spec);
+      const int64_t dim0 = spec.shape.empty() ? 0 : spec.shape[0], row = spec.row_elements();
       std::vector<int64_t> counts(set.size());
       for (int q = 0; q < set.size(); ++q)
         counts[q] = (dim0 / set.size() + (q < dim0 % set.size() ? 1 : 0)) * row;
@@ -89,7 +73,7 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
     case OpType::Allgather:
       for (size_t k = 0; k < batch.items.size() && err.ok(); ++k) {
         const Response& r = responses[batch.items[k]];
-        const int64_t row = row_elements(r.spec);
+        const int64_t row = r.spec.row_elements();
         std::vector<int64_t> counts;
         for (int64_t rows : r.per_rank) counts.push_back(rows * row);
         int64_t total = 0;
@@ -99,12 +83,12 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
         if (!err.ok()) break;
         outputs.push_back(out);
         err = engine.backend_for(r.spec.dtype, false)
-                  .allgatherv(locals[k]->send, out, counts, prefix(counts), r.spec.dtype, set);
+                  .allgatherv(locals[k]->send, out, counts, displacements(counts), r.spec.dtype, set);
       }
       break;
     case OpType::Alltoall: {
       const int size = set.size(), me = set.my_set_rank;
-      const int64_t row = row_elements(spec);
+      const int64_t row = spec.row_elements();
       std::vector<int64_t> send_counts(size), recv_counts(size);
       for (int q = 0; q < size; ++q) {
         send_counts[q] = first.per_rank[static_cast<size_t>(me) * size + q] * row;
@@ -117,8 +101,8 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
       if (!err.ok()) break;
       outputs.push_back(out);
       err = engine.backend_for(spec.dtype, false)
-                .alltoallv(locals[0]->send, send_counts, prefix(send_counts), out, recv_counts,
-                           prefix(recv_counts), spec.dtype, set);
+                .alltoallv(locals[0]->send, send_counts, displacements(send_counts), out, recv_counts,
+                           displacements(recv_counts), spec.dtype, set);
       break;
     }
     default:

@@ -12,22 +12,6 @@ namespace hvd {
 
 namespace {
 
-int64_t row_elements(const TensorSpec& spec) {
-  int64_t n = 1;
-  for (size_t i = 1; i < spec.shape.size(); ++i) n *= spec.shape[i];
-  return n;
-}
-
-std::vector<int64_t> prefix(const std::vector<int64_t>& counts) {
-  std::vector<int64_t> displs(counts.size());
-  int64_t total = 0;
-  for (size_t i = 0; i < counts.size(); ++i) {
-    displs[i] = total;
-    total += counts[i];
-  }
-  return displs;
-}
-
 int64_t sum(const std::vector<int64_t>& v) {
   int64_t total = 0;
   for (int64_t x : v) total += x;
@@ -61,10 +45,10 @@ Error Executor::allgather(const Batch& batch, const std::vector<Response>& respo
   std::vector<int64_t> block(size, 0);  // elements of each rank's block
   for (size_t k = 0; k < n; ++k) {
     const Response& r = responses[batch.items[k]];
-    row[k] = row_elements(r.spec);
+    row[k] = r.spec.row_elements();
     for (int q = 0; q < size; ++q) block[q] += r.per_rank[q] * row[k];
   }
-  const std::vector<int64_t> displs = prefix(block);
+  const std::vector<int64_t> displs = displacements(block);
   const int64_t total = sum(block);
 
   // Outputs first: a failed allocation must not leave this rank out of the collective.
@@ -141,7 +125,7 @@ Error Executor::gather(const void* send, void* recv, const std::vector<int64_t>&
 Error Executor::alltoall(const Response& r, Request* local, const ProcessSet& set) {
   const int size = set.size();
   const int me = set.my_set_rank;
-  const int64_t row = row_elements(r.spec);
+  const int64_t row = r.spec.row_elements();
   const size_t esize = dtype_size(r.spec.dtype);
   // per_rank row q: the rows set rank q sends to each rank.
   std::vector<int64_t> send_counts(size), recv_counts(size), recv_rows(size);
@@ -154,8 +138,8 @@ Error Executor::alltoall(const Response& r, Request* local, const ProcessSet& se
   void* out = nullptr;
   Error alloc_error = allocate_output(*local, static_cast<size_t>(total) * esize, &out);
   void* recv = out ? out : scratch(static_cast<size_t>(total) * esize, false);
-  Error err = host_->alltoallv(local->send, send_counts, prefix(send_counts), recv, recv_counts,
-                               prefix(recv_counts), r.spec.dtype, set);
+  Error err = host_->alltoallv(local->send, send_counts, displacements(send_counts), recv, recv_counts,
+                               displacements(recv_counts), r.spec.dtype, set);
   if (err.ok()) err = alloc_error;
   if (!err.ok()) {
     if (out && !local->allocator) std::free(out);
@@ -172,7 +156,7 @@ Error Executor::reducescatter(const Response& r, Request* local, const ProcessSe
   const TensorSpec& spec = r.spec;
   const int size = set.size();
   const int64_t dim0 = spec.shape.empty() ? 0 : spec.shape[0];
-  const int64_t row = row_elements(spec);
+  const int64_t row = spec.row_elements();
   std::vector<int64_t> counts(size);
   for (int q = 0; q < size; ++q) counts[q] = (dim0 / size + (q < dim0 % size ? 1 : 0)) * row;
   const int64_t count = spec.num_elements();

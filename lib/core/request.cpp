@@ -34,6 +34,12 @@ const char* op_type_label(OpType op) {
   return "UNKNOWN";
 }
 
+int64_t TensorSpec::row_elements() const {
+  int64_t n = 1;
+  for (size_t i = 1; i < shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
 int64_t TensorSpec::num_elements() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;

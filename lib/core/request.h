@@ -43,6 +43,8 @@ struct TensorSpec {
   std::vector<int64_t> splits;  // alltoall: rows this rank sends to each set rank
 
   int64_t num_elements() const;
+  // Elements per row: the product of every dimension after the first.
+  int64_t row_elements() const;
   bool operator==(const TensorSpec& other) const = default;
 };
 

@@ -9,19 +9,13 @@ namespace hvd {
 
 namespace {
 
-int64_t row_elements(const TensorSpec& spec) {
-  int64_t n = 1;
-  for (size_t i = 1; i < spec.shape.size(); ++i) n *= spec.shape[i];
-  return n;
-}
-
 // Bytes the collective moves into each rank's output.
 int64_t response_bytes(const Response& r) {
   const int64_t esize = static_cast<int64_t>(dtype_size(r.spec.dtype));
   if (r.spec.op == OpType::Allgather) {
     int64_t rows = 0;
     for (int64_t x : r.per_rank) rows += x;
-    return rows * row_elements(r.spec) * esize;
+    return rows * r.spec.row_elements() * esize;
   }
   return r.spec.num_elements() * esize;
 }
