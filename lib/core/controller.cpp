@@ -35,15 +35,7 @@ void Controller::intake(std::vector<Request>&& requests) {
   int32_t set_id = -1;
   std::shared_ptr<ProcessSet> set;
   for (Request& r : requests) {
-    std::unordered_map<std::string, Local>::node_type node;
-    if (!spare_pending_.empty()) {
-      node = std::move(spare_pending_.back());
-      spare_pending_.pop_back();
-    } else {
-      // A fresh node, made in a map of the same type that holds nothing else.
-      std::unordered_map<std::string, Local> maker;
-      node = maker.extract(maker.emplace(std::string(), Local()).first);
-    }
+    auto node = spare_pending_.take();
     std::string& key = node.key();
     TensorQueue::key_into(r.spec.process_set, r.name, &key);
     Local& local = node.mapped();
@@ -395,8 +387,7 @@ bool Controller::take_local(const std::string& key, Request* out) {
   auto node = pending_.extract(key);
   if (!node) return false;
   *out = std::move(node.mapped().request);
-  // A bounded reserve: enough for a large model's tensors, no growth without limit.
-  if (spare_pending_.size() < 65536) spare_pending_.push_back(std::move(node));
+  spare_pending_.give(std::move(node));
   return true;
 }
 

@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/node_pool.h"
 #include "core/process_sets.h"
 #include "core/response.h"
 #include "core/response_cache.h"
@@ -132,7 +133,7 @@ class Controller {
   // same tensors come back every step, and a node and a key allocation per tensor
   // were a measurable share of a small tensor's cost.
   std::unordered_map<std::string, Local> pending_;
-  std::vector<std::unordered_map<std::string, Local>::node_type> spare_pending_;
+  NodePool<std::unordered_map<std::string, Local>> spare_pending_;
   std::vector<std::string> unannounced_;   // keys, in enqueue order
   std::vector<int> invalid_slots_;
   std::unordered_map<std::string, Announcement> table_;

@@ -5,8 +5,9 @@
 namespace hvd {
 
 std::string TensorQueue::key_of(int32_t process_set, const std::string& name) {
-  if (process_set == 0) return name;
-  return std::to_string(process_set) + "\x1f" + name;
+  std::string key;
+  key_into(process_set, name, &key);
+  return key;
 }
 
 void TensorQueue::key_into(int32_t process_set, const std::string& name, std::string* out) {
@@ -36,7 +37,7 @@ Error TensorQueue::push(std::vector<Request>&& requests) {
                           r.name.c_str());
     }
     for (Request& r : requests) {
-      insert_in_flight(key_of(r.spec.process_set, r.name));
+      insert_in_flight(r.spec.process_set, r.name);  // checked above: not in flight
       queue_.push_back(std::move(r));
     }
     signalled_.store(true, std::memory_order_release);
@@ -65,38 +66,17 @@ Error TensorQueue::push(Request&& request) {
   return Error::success();
 }
 
-void TensorQueue::insert_in_flight(const std::string& key) {
-  if (spare_nodes_.empty()) {
-    in_flight_.insert(key);
-    return;
-  }
-  auto node = std::move(spare_nodes_.back());
-  spare_nodes_.pop_back();
-  node.value() = key;  // reuses the string's capacity
-  in_flight_.insert(std::move(node));
-}
-
 bool TensorQueue::insert_in_flight(int32_t process_set, const std::string& name) {
-  std::unordered_set<std::string>::node_type node;
-  if (!spare_nodes_.empty()) {
-    node = std::move(spare_nodes_.back());
-    spare_nodes_.pop_back();
-  } else {
-    // A fresh node, made in a set of the same type that holds nothing else.
-    std::unordered_set<std::string> maker;
-    node = maker.extract(maker.insert(std::string()).first);
-  }
+  auto node = spare_nodes_.take();
   key_into(process_set, name, &node.value());  // reuses the string's capacity
   auto result = in_flight_.insert(std::move(node));
   if (result.inserted) return true;
-  spare_nodes_.push_back(std::move(result.node));
+  spare_nodes_.give(std::move(result.node));
   return false;
 }
 
 void TensorQueue::erase_in_flight(const std::string& key) {
-  auto node = in_flight_.extract(key);
-  // A bounded reserve: enough for a large model's tensors, no growth without limit.
-  if (node && spare_nodes_.size() < 65536) spare_nodes_.push_back(std::move(node));
+  spare_nodes_.give(in_flight_.extract(key));
 }
 
 void TensorQueue::drain(std::vector<Request>* out) {

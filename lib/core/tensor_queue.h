@@ -10,6 +10,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/node_pool.h"
 #include "core/request.h"
 
 namespace hvd {
@@ -50,15 +51,13 @@ class TensorQueue {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<Request> queue_;
-  // Marks key in flight, reusing a node of a released name when there is one (the
-  // same names come back every training step: no allocation per tensor).
-  void insert_in_flight(const std::string& key);
-  // The same for one request's name, with one lookup; false if it is in flight.
+  // Marks a request's name in flight with one lookup, reusing a node of a released
+  // name; false if it is in flight already.
   bool insert_in_flight(int32_t process_set, const std::string& name);
   void erase_in_flight(const std::string& key);
 
   std::unordered_set<std::string> in_flight_;
-  std::vector<std::unordered_set<std::string>::node_type> spare_nodes_;
+  NodePool<std::unordered_set<std::string>> spare_nodes_;
   bool poked_ = false;
   bool sleeping_ = false;  // the background thread waits on cv_
   std::atomic<bool> signalled_{false};  // queue non-empty or poked
