@@ -214,8 +214,11 @@ HVD_API hvd_status_t hvd_broadcast_async(void* buffer, int64_t count, hvd_dtype_
                                          hvd_handle_t* handle);
 
 /* Grouped allreduce: ntensors tensors of one dtype that complete together and are
- * fused as one unit. Tensor i has counts[i] elements from sendbufs[i] into
- * recvbufs[i]. Each tensor's name is "<name>.<i>". */
+ * fused as one unit: every member, whatever its size, is copied into one fusion
+ * buffer and reduced by one collective (a group larger than the fusion threshold
+ * fills consecutive buffers; a member larger than the threshold alone is reduced in
+ * place). Tensor i has counts[i] elements from sendbufs[i] into recvbufs[i]. Each
+ * tensor's name is "<name>.<i>". */
 HVD_API hvd_status_t hvd_grouped_allreduce(int ntensors, const void* const* sendbufs,
                                            void* const* recvbufs, const int64_t* counts,
                                            hvd_dtype_t dtype, hvd_reduce_op_t op,
@@ -267,7 +270,9 @@ HVD_API hvd_status_t hvd_alltoall_async(const void* sendbuf, int ndim, const int
 
 /* Reduces the tensor across ranks (SUM or AVERAGE) and leaves set rank r with its
  * block of rows: hvd_reducescatter_rows(shape[0], r, size) rows, the first
- * shape[0] % size ranks getting one extra. recvbuf is provided by the caller. */
+ * shape[0] % size ranks getting one extra. recvbuf is provided by the caller.
+ * Small host tensors ready together (below HVD_INPLACE_MIN_BYTES, 256 KiB by
+ * default, with the same dtype, op and scaling) are fused into one reduce-scatter. */
 HVD_API hvd_status_t hvd_reducescatter(const void* sendbuf, void* recvbuf, int ndim,
                                        const int64_t* shape, hvd_dtype_t dtype,
                                        hvd_reduce_op_t op, const char* name,

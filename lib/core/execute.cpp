@@ -8,8 +8,6 @@
 
 namespace hvd {
 
-namespace {
-
 hvd_reduce_op_t transport_op(hvd_reduce_op_t op) {
   return op == HVD_OP_AVERAGE ? HVD_OP_SUM : op;
 }
@@ -17,8 +15,6 @@ hvd_reduce_op_t transport_op(hvd_reduce_op_t op) {
 int divisor_of(const TensorSpec& spec, const ProcessSet& set) {
   return spec.reduce_op == HVD_OP_AVERAGE ? set.size() : 1;
 }
-
-}  // namespace
 
 std::vector<int64_t> displacements(const std::vector<int64_t>& counts) {
   std::vector<int64_t> displs(counts.size());
@@ -120,7 +116,8 @@ Error Executor::dispatch(const Batch& batch, const std::vector<Response>& respon
     case OpType::Alltoall:
       return alltoall(first, locals[0], set);
     case OpType::Reducescatter:
-      return reducescatter(first, locals[0], set);
+      return batch.fused ? reducescatter_fused(batch, responses, locals, set)
+                         : reducescatter(first, locals[0], set);
     case OpType::Barrier:
       return Error::success();  // negotiation completing is the barrier
     case OpType::Join:

@@ -57,6 +57,8 @@ class Executor {
                   const std::vector<Request*>& locals, const ProcessSet& set);
   Error alltoall(const Response& r, Request* local, const ProcessSet& set);
   Error reducescatter(const Response& r, Request* local, const ProcessSet& set);
+  Error reducescatter_fused(const Batch& batch, const std::vector<Response>& responses,
+                            const std::vector<Request*>& locals, const ProcessSet& set);
   void* scratch(size_t bytes, bool zero);
   void activity_start(const char* activity);
   void activity_end();
@@ -89,6 +91,15 @@ class Executor {
 // Offsets of consecutive blocks of the given sizes (an exclusive prefix sum), as the
 // v-variants of MPI and NCCL collectives take them.
 std::vector<int64_t> displacements(const std::vector<int64_t>& counts);
+
+// Elements of a reducescatter's input that each set rank receives: whole rows, the
+// first dim0 % size ranks one row more than the others.
+std::vector<int64_t> reducescatter_counts(const TensorSpec& spec, int size);
+
+// What the transport reduces for a reduce op (AVERAGE is a SUM divided afterwards),
+// and that divisor for a tensor of the set.
+hvd_reduce_op_t transport_op(hvd_reduce_op_t op);
+int divisor_of(const TensorSpec& spec, const ProcessSet& set);
 
 // Output memory for results of negotiated size (allgather, alltoall): the request's
 // allocator, else malloc (released by hvd_free). Never NULL for a successful return;

@@ -152,13 +152,17 @@ Error Executor::alltoall(const Response& r, Request* local, const ProcessSet& se
   return Error::success();
 }
 
-Error Executor::reducescatter(const Response& r, Request* local, const ProcessSet& set) {
-  const TensorSpec& spec = r.spec;
-  const int size = set.size();
+std::vector<int64_t> reducescatter_counts(const TensorSpec& spec, int size) {
   const int64_t dim0 = spec.shape.empty() ? 0 : spec.shape[0];
   const int64_t row = spec.row_elements();
   std::vector<int64_t> counts(size);
   for (int q = 0; q < size; ++q) counts[q] = (dim0 / size + (q < dim0 % size ? 1 : 0)) * row;
+  return counts;
+}
+
+Error Executor::reducescatter(const Response& r, Request* local, const ProcessSet& set) {
+  const TensorSpec& spec = r.spec;
+  const std::vector<int64_t> counts = reducescatter_counts(spec, set.size());
   const int64_t count = spec.num_elements();
   const void* send = local->send;
   // MPI reduces out of place: an in-place call (or a prescale) goes through scratch.
@@ -167,13 +171,63 @@ Error Executor::reducescatter(const Response& r, Request* local, const ProcessSe
     copy_scaled(scaled, send, count, spec.dtype, spec.prescale);
     send = scaled;
   }
-  const hvd_reduce_op_t op = spec.reduce_op == HVD_OP_AVERAGE ? HVD_OP_SUM : spec.reduce_op;
-  Error err = host_->reducescatter(send, local->recv, counts, spec.dtype, op, set);
+  activity_start("MPI_REDUCESCATTER");
+  Error err = host_->reducescatter(send, local->recv, counts, spec.dtype, transport_op(spec.reduce_op), set);
+  activity_end();
   if (!err.ok()) return err;
-  const int divisor = spec.reduce_op == HVD_OP_AVERAGE ? size : 1;
+  const int divisor = divisor_of(spec, set);
   if (divisor > 1 || spec.postscale != 1.0)
     copy_averaged(local->recv, local->recv, counts[set.my_set_rank], spec.dtype, divisor,
                   spec.postscale);
+  return Error::success();
+}
+
+// Fused reducescatter: the buffer holds one block per rank, and each rank's block
+// holds that rank's rows of every tensor of the batch, tensor after tensor (with the
+// prescale applied on the way in). One reduce-scatter leaves this rank's block,
+// whose pieces are copied out to the tensors' outputs (averaged and postscaled).
+Error Executor::reducescatter_fused(const Batch& batch, const std::vector<Response>& responses,
+                                    const std::vector<Request*>& locals, const ProcessSet& set) {
+  const size_t n = batch.items.size();
+  const int size = set.size();
+  const int me = set.my_set_rank;
+  const TensorSpec& spec = responses[batch.items[0]].spec;
+  const size_t esize = dtype_size(spec.dtype);
+
+  std::vector<std::vector<int64_t>> counts(n);  // elements of tensor k for each rank
+  std::vector<int64_t> block(size, 0);
+  for (size_t k = 0; k < n; ++k) {
+    counts[k] = reducescatter_counts(responses[batch.items[k]].spec, size);
+    for (int q = 0; q < size; ++q) block[q] += counts[k][q];
+  }
+  unsigned char* buffer = fusion_buffer(static_cast<size_t>(batch.bytes)).data();
+  unsigned char* mine = static_cast<unsigned char*>(scratch(static_cast<size_t>(block[me]) * esize, false));
+
+  activity_start("MEMCPY_IN_FUSION_BUFFER");
+  std::vector<size_t> read(n, 0);  // bytes of tensor k already copied
+  size_t offset = 0;
+  for (int q = 0; q < size; ++q) {
+    for (size_t k = 0; k < n; ++k) {
+      const unsigned char* send = static_cast<const unsigned char*>(locals[k]->send);
+      copy_scaled(buffer + offset, send + read[k], counts[k][q], spec.dtype, spec.prescale);
+      const size_t bytes = static_cast<size_t>(counts[k][q]) * esize;
+      read[k] += bytes;
+      offset += bytes;
+    }
+  }
+  activity_end();
+  activity_start("MPI_REDUCESCATTER");
+  Error err = host_->reducescatter(buffer, mine, block, spec.dtype, transport_op(spec.reduce_op), set);
+  activity_end();
+  if (!err.ok()) return err;
+  const int divisor = divisor_of(spec, set);
+  activity_start("MEMCPY_OUT_FUSION_BUFFER");
+  offset = 0;
+  for (size_t k = 0; k < n; ++k) {
+    copy_averaged(locals[k]->recv, mine + offset, counts[k][me], spec.dtype, divisor, spec.postscale);
+    offset += static_cast<size_t>(counts[k][me]) * esize;
+  }
+  activity_end();
   return Error::success();
 }
 

@@ -290,6 +290,42 @@ static void grouped_allreduce(void** state) {
   assert_float_equal(c[2], 2.0 * size, 0);
 }
 
+/* A group is one fused unit: members above the in-place size (256 KiB) and small
+ * ones go in one collective, with AVERAGE and scaling applied per member; twice, the
+ * second time from the response cache. */
+static void grouped_allreduce_is_one_collective(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  enum { A = 100000, B = 7, C = 70000 };
+  float* a = tu_alloc(sizeof(float) * A);
+  float* b = tu_alloc(sizeof(float) * B);
+  float* c = tu_alloc(sizeof(float) * C);
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < A; ++i) a[i] = (float)(rank + i % 5);
+    for (int i = 0; i < B; ++i) b[i] = 2.0f * (float)rank;
+    for (int i = 0; i < C; ++i) c[i] = 1.0f;
+    const void* sends[3] = {a, b, c};
+    void* recvs[3] = {a, b, c};
+    const int64_t counts[3] = {A, B, C};
+    hvd_op_options_t opts;
+    hvd_op_options_init(&opts);
+    opts.postscale_factor = 2.0;
+    const uint64_t before = tu_collectives();
+    assert_hvd_ok(hvd_grouped_allreduce(3, sends, recvs, counts, HVD_FLOAT32, HVD_OP_AVERAGE,
+                                        "group.unit", &opts));
+    assert_int_equal(tu_collectives() - before, 1);
+    const double mean_rank = (size - 1) / 2.0;
+    for (int i = 0; i < A; i += 997) assert_float_equal(a[i], 2.0 * (mean_rank + i % 5), 1e-4);
+    assert_float_equal(a[A - 1], 2.0 * (mean_rank + (A - 1) % 5), 1e-4);
+    for (int i = 0; i < B; ++i) assert_float_equal(b[i], 4.0 * mean_rank, 1e-4);
+    assert_float_equal(c[0], 2.0f, 0);
+    assert_float_equal(c[C - 1], 2.0f, 0);
+  }
+  free(a);
+  free(b);
+  free(c);
+}
+
 /* hvd_stream_wait on a host operation: waits for completion, keeps the handle. */
 static void stream_wait_on_host_operation(void** state) {
   (void)state;
@@ -317,6 +353,7 @@ int main(void) {
       cmocka_unit_test(tensor_larger_than_fusion_threshold),
       cmocka_unit_test(cached_name_with_new_shape),
       cmocka_unit_test(grouped_allreduce),
+      cmocka_unit_test(grouped_allreduce_is_one_collective),
       cmocka_unit_test(stream_wait_on_host_operation),
   };
   return cmocka_run_group_tests_name("allreduce", tests, tu_group_init, tu_group_shutdown);

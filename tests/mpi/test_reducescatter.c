@@ -62,6 +62,79 @@ static void scaling_and_in_place(void** state) {
   free(buf);
 }
 
+/* Many small reducescatters in flight at once are fused: rows uneven per tensor
+ * (0 to 6 rows of 3), some in place, AVERAGE with scaling on some, int32 on others
+ * (a different dtype cannot share a buffer). Every result is checked, and fewer
+ * collectives ran than tensors. */
+static void many_small_fused(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  enum { N = 96, COLS = 3, MAX_ROWS = 6 };
+  static double send[N][MAX_ROWS * COLS], recv[N][MAX_ROWS * COLS];
+  static int32_t isend[N][MAX_ROWS * COLS], irecv[N][MAX_ROWS * COLS];
+  hvd_handle_t h[N];
+  hvd_op_options_t scaled;
+  hvd_op_options_init(&scaled);
+  scaled.prescale_factor = 3.0;
+  scaled.postscale_factor = 0.5;
+  assert_hvd_ok(hvd_barrier(0));
+  const uint64_t before = tu_collectives();
+  for (int k = 0; k < N; ++k) {
+    const int64_t dim0 = k % (MAX_ROWS + 1);
+    int64_t shape[2] = {dim0, COLS};
+    char name[32];
+    snprintf(name, sizeof name, "rs.fused.%d", k);
+    for (int64_t i = 0; i < dim0 * COLS; ++i) {
+      send[k][i] = (double)(k + i + rank);
+      isend[k][i] = (int32_t)(k * i + rank);
+    }
+    switch (k % 4) {
+      case 0:
+        assert_hvd_ok(hvd_reducescatter_async(send[k], recv[k], 2, shape, HVD_FLOAT64, HVD_OP_SUM,
+                                              name, NULL, &h[k]));
+        break;
+      case 1: /* in place */
+        assert_hvd_ok(hvd_reducescatter_async(send[k], send[k], 2, shape, HVD_FLOAT64, HVD_OP_SUM,
+                                              name, NULL, &h[k]));
+        break;
+      case 2:
+        assert_hvd_ok(hvd_reducescatter_async(send[k], recv[k], 2, shape, HVD_FLOAT64,
+                                              HVD_OP_AVERAGE, name, &scaled, &h[k]));
+        break;
+      default:
+        assert_hvd_ok(hvd_reducescatter_async(isend[k], irecv[k], 2, shape, HVD_INT32, HVD_OP_SUM,
+                                              name, NULL, &h[k]));
+        break;
+    }
+  }
+  for (int k = 0; k < N; ++k) assert_hvd_ok(hvd_wait(h[k]));
+  const uint64_t ran = tu_collectives() - before;
+  for (int k = 0; k < N; ++k) {
+    const int64_t dim0 = k % (MAX_ROWS + 1);
+    int64_t first_row = 0;
+    for (int q = 0; q < rank; ++q) first_row += hvd_reducescatter_rows(dim0, q, size);
+    const int64_t mine = hvd_reducescatter_rows(dim0, rank, size) * COLS;
+    for (int64_t i = 0; i < mine; ++i) {
+      const int64_t g = first_row * COLS + i;
+      double sum = 0;
+      int64_t isum = 0;
+      for (int q = 0; q < size; ++q) {
+        sum += (double)(k + g + q);
+        isum += k * g + q;
+      }
+      switch (k % 4) {
+        case 0: assert_float_equal(recv[k][i], sum, 1e-9); break;
+        case 1: assert_float_equal(send[k][i], sum, 1e-9); break;
+        case 2: assert_float_equal(recv[k][i], 3.0 * sum / size * 0.5, 1e-9); break;
+        default: assert_int_equal(irecv[k][i], isum); break;
+      }
+    }
+  }
+  /* Three kinds (SUM, AVERAGE scaled, int32) of 96 tensors: fused unless every
+   * tensor arrived in a round of its own. */
+  if (ran >= N) fail_msg("%llu collectives for %d small reducescatters: none fused", (unsigned long long)ran, N);
+}
+
 static void shape_mismatch(void** state) {
   (void)state;
   const int rank = hvd_rank(), size = hvd_size();
@@ -76,6 +149,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(sum_and_average_uneven_rows),
       cmocka_unit_test(scaling_and_in_place),
+      cmocka_unit_test(many_small_fused),
       cmocka_unit_test(shape_mismatch),
   };
   return cmocka_run_group_tests_name("reducescatter", tests, tu_group_init, tu_group_shutdown);

@@ -144,6 +144,15 @@ static inline void* tu_alloc(size_t bytes) {
   return p;
 }
 
+/* Data collectives this rank has run since init (to see how many tensors fused). */
+static inline uint64_t tu_collectives(void) {
+  hvd_counters_t c;
+  memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  assert_hvd_ok(hvd_get_counters(&c));
+  return c.collectives;
+}
+
 static inline int tu_group_init(void** state) {
   (void)state;
   return hvd_init() == HVD_SUCCESS ? 0 : -1;

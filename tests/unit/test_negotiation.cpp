@@ -207,6 +207,85 @@ void planner_keeps_scaling_and_sets_apart(void**) {
   assert_int_equal(batches.size(), 4);
 }
 
+Response group_member(const std::string& group, int index, int size, int64_t count) {
+  Response r = allreduce_response(group + "." + std::to_string(index), count);
+  r.spec.group_size = size;
+  return r;
+}
+
+// A grouped allreduce is one unit: its members share one batch even when large or
+// scattered through the list, and other tensors fuse around it.
+void planner_fuses_a_group_as_one_unit(void**) {
+  FusionConfig config;
+  config.threshold = 4000;
+  config.inplace_min_bytes = 400;
+  std::vector<Response> rs = {
+      allreduce_response("a", 10),         // 40 B
+      group_member("g", 0, 3, 200),        // 800 B: above inplace_min, fused anyway
+      allreduce_response("big", 200),      // 800 B, not grouped: alone
+      group_member("g", 1, 3, 10),         // 40 B
+      allreduce_response("b", 10),         // 40 B
+      group_member("g", 2, 3, 300),        // 1200 B
+  };
+  std::vector<Batch> batches = plan_batches(rs, config);
+  assert_int_equal(batches.size(), 2);
+  assert_true(batches[0].fused);
+  assert_int_equal(batches[0].items.size(), 5);  // a, g.0, g.1, g.2, b
+  assert_int_equal(batches[0].items[1], 1);
+  assert_int_equal(batches[0].items[2], 3);
+  assert_int_equal(batches[0].items[3], 5);
+  assert_int_equal(batches[0].items[4], 4);
+  assert_int_equal(batches[0].bytes, 40 + 800 + 40 + 1200 + 40);
+  assert_false(batches[1].fused);
+  assert_int_equal(batches[1].items[0], 2);
+
+  // A group that does not fit the open batch starts its own, whole; later small
+  // tensors still go to the batch with more room left.
+  config.threshold = 2050;
+  batches = plan_batches(rs, config);
+  assert_int_equal(batches.size(), 3);
+  assert_int_equal(batches[0].items.size(), 2);  // a, b
+  assert_int_equal(batches[1].items.size(), 3);  // the group
+  assert_int_equal(batches[1].bytes, 2040);
+
+  // With group fusion disabled the group fuses only with itself.
+  config.threshold = 4000;
+  config.disable_group_fusion = true;
+  batches = plan_batches(rs, config);
+  assert_int_equal(batches.size(), 3);
+  assert_int_equal(batches[0].items.size(), 2);  // a, b
+  assert_int_equal(batches[1].items.size(), 3);  // g.0, g.1, g.2
+
+  // Above the threshold a group is cut into consecutive full buffers; a member larger
+  // than a buffer is reduced alone, in place.
+  config.threshold = 1000;
+  config.disable_group_fusion = false;
+  std::vector<Response> big = {group_member("h", 0, 4, 200), group_member("h", 1, 4, 50),
+                               group_member("h", 2, 4, 100), group_member("h", 3, 4, 300)};
+  batches = plan_batches(big, config);
+  assert_int_equal(batches.size(), 3);
+  assert_int_equal(batches[0].items.size(), 2);  // 800 + 200
+  assert_int_equal(batches[1].items.size(), 1);  // 400
+  assert_true(batches[1].fused);
+  assert_false(batches[2].fused);                // 1200 > 1000: alone
+}
+
+void planner_fuses_host_reducescatters(void**) {
+  FusionConfig config;
+  config.threshold = 1000;
+  config.inplace_min_bytes = 400;
+  std::vector<Response> rs = {allreduce_response("a", 10), allreduce_response("b", 10),
+                              allreduce_response("c", 200), allreduce_response("d", 10)};
+  for (Response& r : rs) r.spec.op = OpType::Reducescatter;
+  rs[3].spec.device = 0;  // device memory: one at a time
+  std::vector<Batch> batches = plan_batches(rs, config);
+  assert_int_equal(batches.size(), 3);
+  assert_true(batches[0].fused);
+  assert_int_equal(batches[0].items.size(), 2);  // a, b
+  assert_false(batches[1].fused);                // c: 800 B, in place
+  assert_false(batches[2].fused);                // d: device
+}
+
 void scaling_copies(void**) {
   float f[3] = {1, 2, 3}, g[3];
   copy_averaged(g, f, 3, HVD_FLOAT32, 2, 3.0);
@@ -233,6 +312,8 @@ int main() {
       cmocka_unit_test(wire_rejects_every_truncation_and_corruption),
       cmocka_unit_test(planner_fuses_small_same_kind_tensors),
       cmocka_unit_test(planner_keeps_scaling_and_sets_apart),
+      cmocka_unit_test(planner_fuses_a_group_as_one_unit),
+      cmocka_unit_test(planner_fuses_host_reducescatters),
       cmocka_unit_test(scaling_copies),
   };
   return cmocka_run_group_tests_name("negotiation", tests, nullptr, nullptr);
