@@ -16,18 +16,24 @@ enum class Strategy {
   PerTensor,      // one blocking MPI_Allreduce per tensor, same order
   Packed,         // one MPI_Allreduce over the tensors packed back to back
   PackedChunks,   // that packed buffer in consecutive chunks of chunk_bytes
+  // Not a limit but the floor of any library that fuses on one thread: copy every
+  // tensor into the packed buffer, reduce it, copy the results back. What libhvd
+  // adds beyond it is negotiation, threads and hand-offs.
+  FusedCopies,
 };
 
 struct StrategyCase {
   Strategy strategy;
   int64_t chunk_bytes = 0;  // PackedChunks only
-  std::string name() const;  // "libhvd", "per-tensor", "packed", "packed-chunks-4MiB"
+  std::string name() const;  // "libhvd", "per-tensor", "packed", "packed-chunks-4MiB", "fused-copies"
   bool uses_packed() const { return strategy == Strategy::Packed || strategy == Strategy::PackedChunks; }
+  // Candidates for the limit: raw MPI over data already in place.
+  bool is_limit_candidate() const { return strategy != Strategy::Libhvd && strategy != Strategy::FusedCopies; }
 };
 
-// libhvd first, then (with references) per-tensor, packed, and the chunk sizes 1, 4
+// libhvd first, then (with references) per-tensor, packed, the chunk sizes 1, 4
 // and 16 MiB that are smaller than the packed buffer (a larger chunk would repeat
-// the single call).
+// the single call), and fused-copies.
 std::vector<StrategyCase> step_cases(bool with_references, int64_t total_bytes);
 
 // Runs one step of a reference on the set's buffers.
