@@ -283,6 +283,39 @@ HVD_API hvd_status_t hvd_reducescatter_async(const void* sendbuf, void* recvbuf,
                                              const hvd_op_options_t* options,
                                              hvd_handle_t* handle);
 
+/* Grouped allgather and reducescatter: ntensors tensors of one dtype that complete
+ * together under one handle and are fused as one unit (as hvd_grouped_allreduce).
+ * Tensor i has ndims[i] dimensions shapes[i] and its data at sendbufs[i]; member i is
+ * named "<name>.<i>". Allgather: tensor i's output pointer and first dimension go to
+ * recvbufs[i] and recv_dim0s[i] (outputs allocated as for hvd_allgather), and, if
+ * recv_dim0_per_rank is not NULL, the rows each set rank contributed to
+ * recv_dim0_per_rank[i * set_size + r]. Reducescatter: recvbufs[i] receives this
+ * rank's block of tensor i (hvd_reducescatter_rows(shapes[i][0], ...) rows). */
+HVD_API hvd_status_t hvd_grouped_allgather(int ntensors, const void* const* sendbufs,
+                                           const int* ndims, const int64_t* const* shapes,
+                                           hvd_dtype_t dtype, void** recvbufs,
+                                           int64_t* recv_dim0s, int64_t* recv_dim0_per_rank,
+                                           const char* name, const hvd_op_options_t* options);
+HVD_API hvd_status_t hvd_grouped_allgather_async(int ntensors, const void* const* sendbufs,
+                                                 const int* ndims, const int64_t* const* shapes,
+                                                 hvd_dtype_t dtype, void** recvbufs,
+                                                 int64_t* recv_dim0s,
+                                                 int64_t* recv_dim0_per_rank, const char* name,
+                                                 const hvd_op_options_t* options,
+                                                 hvd_handle_t* handle);
+HVD_API hvd_status_t hvd_grouped_reducescatter(int ntensors, const void* const* sendbufs,
+                                               void* const* recvbufs, const int* ndims,
+                                               const int64_t* const* shapes, hvd_dtype_t dtype,
+                                               hvd_reduce_op_t op, const char* name,
+                                               const hvd_op_options_t* options);
+HVD_API hvd_status_t hvd_grouped_reducescatter_async(int ntensors, const void* const* sendbufs,
+                                                     void* const* recvbufs, const int* ndims,
+                                                     const int64_t* const* shapes,
+                                                     hvd_dtype_t dtype, hvd_reduce_op_t op,
+                                                     const char* name,
+                                                     const hvd_op_options_t* options,
+                                                     hvd_handle_t* handle);
+
 /* Rows that set rank set_rank receives from a reducescatter of dim0 rows over
  * set_size ranks; -1 for invalid arguments. Pure function, callable before init. */
 HVD_API int64_t hvd_reducescatter_rows(int64_t dim0, int set_rank, int set_size);

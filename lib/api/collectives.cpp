@@ -87,18 +87,13 @@ HVD_API hvd_status_t hvd_grouped_allreduce_async(int ntensors, const void* const
     std::shared_ptr<ProcessSet> set;
     HVD_TRY(check_handle_out(handle));
     HVD_TRY(begin("hvd_grouped_allreduce_async", options, &rt, &opts, &set));
-    if (ntensors <= 0)
-      return fail(HVD_ERR_INVALID_ARGUMENT, "ntensors is %d; a group needs at least one tensor",
-                  ntensors);
-    if (!sendbufs || !recvbufs || !counts)
-      return fail(HVD_ERR_INVALID_ARGUMENT, "sendbufs, recvbufs and counts must not be NULL");
     std::string base;
-    HVD_TRY(resolve_name(*rt, name, "grouped_allreduce", &base));
+    HVD_TRY(check_group(*rt, ntensors, {{sendbufs, "sendbufs"}, {recvbufs, "recvbufs"}, {counts, "counts"}},
+                        "grouped_allreduce", name, &base));
     std::vector<Request> requests(static_cast<size_t>(ntensors));
     for (int i = 0; i < ntensors; ++i) {
-      std::string member = base + "." + std::to_string(i);
       HVD_TRY(allreduce_request(*rt, sendbufs[i], recvbufs[i], counts[i], dtype, op,
-                                member.c_str(), opts, &requests[i]));
+                                group_member_name(base, i).c_str(), opts, &requests[i]));
       requests[i].spec.group_size = ntensors;
     }
     return finish(enqueue(*rt, std::move(requests), handle));

@@ -1,6 +1,7 @@
 // Exported: allgather, alltoall and reducescatter (tensors with a shape; rows along
 // the first dimension).
 #include <cstring>
+#include <string>
 
 #include "api/validate.h"
 #include "core/dtype.h"
@@ -53,6 +54,42 @@ hvd_status_t wait_for(hvd_status_t enqueued, const hvd_handle_t* handle) {
   return enqueued == HVD_SUCCESS ? hvd_wait(*handle) : enqueued;
 }
 
+Error allgather_request(Runtime& rt, const void* sendbuf, int ndim, const int64_t* shape,
+                        hvd_dtype_t dtype, void** recvbuf, int64_t* recv_dim0,
+                        int64_t* recv_dim0_per_rank, const char* name, const OpOptions& opts,
+                        Request* out) {
+  Error err = check_output_pointers(recvbuf, recv_dim0);
+  if (err.ok()) err = scaling_is_neutral(opts, "allgather");
+  if (err.ok()) err = shaped_request(rt, OpType::Allgather, sendbuf, ndim, shape, dtype, name, opts, out);
+  if (!err.ok()) return err;
+  out->out_buffer = recvbuf;
+  out->out_dim0 = recv_dim0;
+  out->out_per_rank = recv_dim0_per_rank;
+  return Error::success();
+}
+
+Error reducescatter_request(Runtime& rt, const ProcessSet& set, const void* sendbuf, void* recvbuf,
+                            int ndim, const int64_t* shape, hvd_dtype_t dtype, hvd_reduce_op_t op,
+                            const char* name, const OpOptions& opts, Request* out) {
+  Error err = check_reduce_op(op, dtype, opts);
+  if (!err.ok()) return err;
+  if (op != HVD_OP_SUM && op != HVD_OP_AVERAGE && op != HVD_OP_MIN && op != HVD_OP_MAX &&
+      op != HVD_OP_PRODUCT)
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "reduce op %d is not supported by reducescatter",
+                      static_cast<int>(op));
+  if (!(err = shaped_request(rt, OpType::Reducescatter, sendbuf, ndim, shape, dtype, name, opts, out)).ok())
+    return err;
+  const int64_t row = elements_of(ndim - 1, shape + 1);
+  const int64_t mine = hvd_reducescatter_rows(shape[0], set.my_set_rank, set.size()) * row;
+  if (!(err = check_buffer(recvbuf, mine * static_cast<int64_t>(dtype_size(dtype)), "recvbuf")).ok())
+    return err;
+  if (!(err = check_placement(recvbuf, opts.device, out->name, "recvbuf")).ok()) return err;
+  out->spec.reduce_op = op;
+  out->recv = recvbuf;
+  return Error::success();
+}
+
+
 }  // namespace
 
 extern "C" {
@@ -67,14 +104,9 @@ HVD_API hvd_status_t hvd_allgather_async(const void* sendbuf, int ndim, const in
     std::shared_ptr<ProcessSet> set;
     HVD_TRY(check_handle_out(handle));
     HVD_TRY(begin("hvd_allgather_async", options, &rt, &opts, &set));
-    HVD_TRY(check_output_pointers(recvbuf, recv_dim0));
-    HVD_TRY(scaling_is_neutral(opts, "allgather"));
     std::vector<Request> requests(1);
-    HVD_TRY(shaped_request(*rt, OpType::Allgather, sendbuf, ndim, shape, dtype, name, opts,
-                           &requests[0]));
-    requests[0].out_buffer = recvbuf;
-    requests[0].out_dim0 = recv_dim0;
-    requests[0].out_per_rank = recv_dim0_per_rank;
+    HVD_TRY(allgather_request(*rt, sendbuf, ndim, shape, dtype, recvbuf, recv_dim0,
+                              recv_dim0_per_rank, name, opts, &requests[0]));
     return finish(enqueue(*rt, std::move(requests), handle));
   })
 }
@@ -165,20 +197,9 @@ HVD_API hvd_status_t hvd_reducescatter_async(const void* sendbuf, void* recvbuf,
     std::shared_ptr<ProcessSet> set;
     HVD_TRY(check_handle_out(handle));
     HVD_TRY(begin("hvd_reducescatter_async", options, &rt, &opts, &set));
-    HVD_TRY(check_reduce_op(op, dtype, opts));
-    if (op != HVD_OP_SUM && op != HVD_OP_AVERAGE && op != HVD_OP_MIN && op != HVD_OP_MAX &&
-        op != HVD_OP_PRODUCT)
-      return fail(HVD_ERR_INVALID_ARGUMENT, "reduce op %d is not supported by reducescatter",
-                  static_cast<int>(op));
     std::vector<Request> requests(1);
-    Request& r = requests[0];
-    HVD_TRY(shaped_request(*rt, OpType::Reducescatter, sendbuf, ndim, shape, dtype, name, opts, &r));
-    int64_t row = elements_of(ndim - 1, shape + 1);
-    int64_t mine = hvd_reducescatter_rows(shape[0], set->my_set_rank, set->size()) * row;
-    HVD_TRY(check_buffer(recvbuf, mine * static_cast<int64_t>(dtype_size(dtype)), "recvbuf"));
-    HVD_TRY(check_placement(recvbuf, opts.device, r.name, "recvbuf"));
-    r.spec.reduce_op = op;
-    r.recv = recvbuf;
+    HVD_TRY(reducescatter_request(*rt, *set, sendbuf, recvbuf, ndim, shape, dtype, op, name, opts,
+                                  &requests[0]));
     return finish(enqueue(*rt, std::move(requests), handle));
   })
 }
@@ -190,6 +211,86 @@ HVD_API hvd_status_t hvd_reducescatter(const void* sendbuf, void* recvbuf, int n
     hvd_handle_t handle = 0;
     return wait_for(hvd_reducescatter_async(sendbuf, recvbuf, ndim, shape, dtype, op, name,
                                             options, &handle),
+                    &handle);
+  })
+}
+
+HVD_API hvd_status_t hvd_grouped_allgather_async(int ntensors, const void* const* sendbufs,
+                                                 const int* ndims, const int64_t* const* shapes,
+                                                 hvd_dtype_t dtype, void** recvbufs,
+                                                 int64_t* recv_dim0s, int64_t* recv_dim0_per_rank,
+                                                 const char* name, const hvd_op_options_t* options,
+                                                 hvd_handle_t* handle) {
+  HVD_API_GUARD({
+    std::shared_ptr<Runtime> rt;
+    OpOptions opts;
+    std::shared_ptr<ProcessSet> set;
+    HVD_TRY(check_handle_out(handle));
+    HVD_TRY(begin("hvd_grouped_allgather_async", options, &rt, &opts, &set));
+    std::string base;
+    HVD_TRY(check_group(*rt, ntensors,
+                        {{sendbufs, "sendbufs"}, {ndims, "ndims"}, {shapes, "shapes"},
+                         {recvbufs, "recvbufs"}, {recv_dim0s, "recv_dim0s"}},
+                        "grouped_allgather", name, &base));
+    std::vector<Request> requests(static_cast<size_t>(ntensors));
+    for (int i = 0; i < ntensors; ++i) {
+      int64_t* per_rank = recv_dim0_per_rank ? recv_dim0_per_rank + static_cast<size_t>(i) * set->size() : nullptr;
+      HVD_TRY(allgather_request(*rt, sendbufs[i], ndims[i], shapes[i], dtype, &recvbufs[i], &recv_dim0s[i],
+                                per_rank, group_member_name(base, i).c_str(), opts, &requests[i]));
+      requests[i].spec.group_size = ntensors;
+    }
+    return finish(enqueue(*rt, std::move(requests), handle));
+  })
+}
+
+HVD_API hvd_status_t hvd_grouped_allgather(int ntensors, const void* const* sendbufs, const int* ndims,
+                                           const int64_t* const* shapes, hvd_dtype_t dtype,
+                                           void** recvbufs, int64_t* recv_dim0s,
+                                           int64_t* recv_dim0_per_rank, const char* name,
+                                           const hvd_op_options_t* options) {
+  HVD_API_GUARD({
+    hvd_handle_t handle = 0;
+    return wait_for(hvd_grouped_allgather_async(ntensors, sendbufs, ndims, shapes, dtype, recvbufs,
+                                                recv_dim0s, recv_dim0_per_rank, name, options, &handle),
+                    &handle);
+  })
+}
+
+HVD_API hvd_status_t hvd_grouped_reducescatter_async(int ntensors, const void* const* sendbufs,
+                                                     void* const* recvbufs, const int* ndims,
+                                                     const int64_t* const* shapes, hvd_dtype_t dtype,
+                                                     hvd_reduce_op_t op, const char* name,
+                                                     const hvd_op_options_t* options,
+                                                     hvd_handle_t* handle) {
+  HVD_API_GUARD({
+    std::shared_ptr<Runtime> rt;
+    OpOptions opts;
+    std::shared_ptr<ProcessSet> set;
+    HVD_TRY(check_handle_out(handle));
+    HVD_TRY(begin("hvd_grouped_reducescatter_async", options, &rt, &opts, &set));
+    std::string base;
+    HVD_TRY(check_group(*rt, ntensors,
+                        {{sendbufs, "sendbufs"}, {recvbufs, "recvbufs"}, {ndims, "ndims"}, {shapes, "shapes"}},
+                        "grouped_reducescatter", name, &base));
+    std::vector<Request> requests(static_cast<size_t>(ntensors));
+    for (int i = 0; i < ntensors; ++i) {
+      HVD_TRY(reducescatter_request(*rt, *set, sendbufs[i], recvbufs[i], ndims[i], shapes[i], dtype, op,
+                                    group_member_name(base, i).c_str(), opts, &requests[i]));
+      requests[i].spec.group_size = ntensors;
+    }
+    return finish(enqueue(*rt, std::move(requests), handle));
+  })
+}
+
+HVD_API hvd_status_t hvd_grouped_reducescatter(int ntensors, const void* const* sendbufs,
+                                               void* const* recvbufs, const int* ndims,
+                                               const int64_t* const* shapes, hvd_dtype_t dtype,
+                                               hvd_reduce_op_t op, const char* name,
+                                               const hvd_op_options_t* options) {
+  HVD_API_GUARD({
+    hvd_handle_t handle = 0;
+    return wait_for(hvd_grouped_reducescatter_async(ntensors, sendbufs, recvbufs, ndims, shapes, dtype,
+                                                    op, name, options, &handle),
                     &handle);
   })
 }

@@ -165,6 +165,18 @@ Error begin(const char* function, const hvd_op_options_t* options, std::shared_p
   return err;
 }
 
+Error check_group(Runtime& rt, int ntensors, std::initializer_list<ArrayArgument> arrays, const char* op,
+                  const char* name, std::string* base) {
+  if (ntensors <= 0)
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "ntensors is %d; a group needs at least one tensor",
+                      ntensors);
+  for (const ArrayArgument& a : arrays)
+    if (!a.pointer) return make_error(HVD_ERR_INVALID_ARGUMENT, "%s: %s must not be NULL", op, a.name);
+  return resolve_name(rt, name, op, base);
+}
+
+std::string group_member_name(const std::string& base, int i) { return base + "." + std::to_string(i); }
+
 Request make_request(std::string name, const OpOptions& opts, OpType op, hvd_dtype_t dtype) {
   Request r;
   r.name = std::move(name);

@@ -2,6 +2,7 @@
 // which argument was wrong and what is accepted.
 #pragma once
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 
@@ -40,6 +41,17 @@ Error check_process_set(Runtime& rt, int32_t id, std::shared_ptr<ProcessSet>* se
 Error check_device(int32_t device);
 // Name given, or the automatic one; refuses names too long to send.
 Error resolve_name(Runtime& rt, const char* name, const char* op, std::string* out);
+
+// A grouped call's checks: a positive tensor count and every per-tensor array given
+// (named in the message when NULL); *base is the group's resolved name.
+struct ArrayArgument {
+  const void* pointer;
+  const char* name;
+};
+Error check_group(Runtime& rt, int ntensors, std::initializer_list<ArrayArgument> arrays, const char* op,
+                  const char* name, std::string* base);
+// Member i of a group is named "<base>.<i>".
+std::string group_member_name(const std::string& base, int i);
 
 // Common checks of every tensor operation: the runtime, the options, the process set.
 Error begin(const char* function, const hvd_op_options_t* options, std::shared_ptr<Runtime>* rt,

@@ -24,7 +24,7 @@ int64_t response_bytes(const Response& r) {
 
 bool grouped(const Response& r) { return r.spec.group_size > 1; }
 
-// A grouped allreduce's members are named "<group>.<index>".
+// A group's members are named "<group>.<index>".
 std::string_view group_of(const Response& r) {
   std::string_view name = r.name;
   return name.substr(0, name.rfind('.'));
@@ -41,9 +41,10 @@ FusionKey key_of(const Response& r, const FusionConfig& config) {
           r.spec.process_set, group};
 }
 
-// The fusable members of each grouped allreduce in this round, so that a group is
-// placed as one unit where its first member appears, wherever the others are in
-// the list (cached responses come in cache-slot order, not enqueue order).
+// The fusable members of each group (grouped allreduce, allgather, reducescatter)
+// in this round, so that a group is placed as one unit where its first member
+// appears, wherever the others are in the list (cached responses come in cache-slot
+// order, not enqueue order).
 struct GroupUnit {
   std::vector<size_t> members;
   int64_t bytes = 0;
@@ -56,8 +57,9 @@ class Groups {
     for (size_t i = 0; i < responses.size(); ++i) {
       const Response& r = responses[i];
       if (!grouped(r) || !fusable(r, config)) continue;
-      auto [it, fresh] = index_.try_emplace(std::string(group_of(r)) + '\n' + std::to_string(r.spec.process_set),
-                                            units_.size());
+      std::string id = std::string(group_of(r)) + '\n' + std::to_string(r.spec.process_set) + '\n' +
+                       std::to_string(static_cast<int>(r.spec.op));
+      auto [it, fresh] = index_.try_emplace(std::move(id), units_.size());
       if (fresh) units_.emplace_back();
       GroupUnit& unit = units_[it->second];
       unit.members.push_back(i);
@@ -89,12 +91,12 @@ bool fusable(const Response& r, const FusionConfig& config) {
       // One collective instead of several, whatever the sizes.
       return true;
     case OpType::Allreduce:
-      // A large tensor is reduced in place, without copies; a grouped allreduce is
-      // fused as one unit whatever its members' sizes.
+      // A large tensor is reduced in place, without copies; a group is fused as one
+      // unit whatever its members' sizes.
       return bytes < config.inplace_min_bytes || grouped(r);
     case OpType::Reducescatter:
       // Fused on the host path (the device path reduces one tensor at a time).
-      return bytes < config.inplace_min_bytes && r.spec.device == HVD_DEVICE_CPU;
+      return (bytes < config.inplace_min_bytes || grouped(r)) && r.spec.device == HVD_DEVICE_CPU;
     default:
       return false;
   }

@@ -141,6 +141,49 @@ static void many_small_fused(void** state) {
   }
 }
 
+/* A grouped allgather: three tensors of different shapes and rows per rank (one
+ * empty on even ranks) complete under one handle in one collective; NULL arrays are
+ * refused with a message. */
+static void grouped_allgather(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  const int64_t rows[3] = {rank + 1, 2, rank % 2 ? 3 : 0};
+  const int64_t cols[3] = {1, 4, 2};
+  int64_t shape0[1] = {rows[0]}, shape1[2] = {rows[1], cols[1]}, shape2[2] = {rows[2], cols[2]};
+  const int64_t* shapes[3] = {shape0, shape1, shape2};
+  const int ndims[3] = {1, 2, 2};
+  double data[3][16];
+  for (int k = 0; k < 3; ++k)
+    for (int i = 0; i < 16; ++i) data[k][i] = 100.0 * k + 10.0 * rank + i;
+  const void* sends[3] = {data[0], data[1], data[2]};
+  void* outs[3] = {NULL, NULL, NULL};
+  int64_t dim0[3];
+  int64_t* per_rank = tu_alloc(sizeof(int64_t) * 3 * (size_t)size);
+  const uint64_t before = tu_collectives();
+  assert_hvd_ok(hvd_grouped_allgather(3, sends, ndims, shapes, HVD_FLOAT64, outs, dim0, per_rank,
+                                      "gag", NULL));
+  assert_int_equal(tu_collectives() - before, 1);
+  for (int k = 0; k < 3; ++k) {
+    int64_t at = 0;
+    for (int r = 0; r < size; ++r) {
+      const int64_t r_rows = k == 0 ? r + 1 : k == 1 ? 2 : (r % 2 ? 3 : 0);
+      assert_int_equal(per_rank[k * size + r], r_rows);
+      for (int64_t i = 0; i < r_rows * cols[k]; ++i, ++at)
+        assert_float_equal(((double*)outs[k])[at], 100.0 * k + 10.0 * r + (double)i, 0);
+    }
+    assert_int_equal(dim0[k] * cols[k], at);
+    hvd_free(outs[k]);
+  }
+  free(per_rank);
+  assert_hvd_status(hvd_grouped_allgather(3, sends, NULL, shapes, HVD_FLOAT64, outs, dim0, NULL,
+                                          "gag.bad", NULL),
+                    HVD_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(hvd_last_error(), "ndims"));
+  assert_hvd_status(hvd_grouped_allgather(0, sends, ndims, shapes, HVD_FLOAT64, outs, dim0, NULL,
+                                          "gag.none", NULL),
+                    HVD_ERR_INVALID_ARGUMENT);
+}
+
 static void trailing_dims_mismatch(void** state) {
   (void)state;
   const int rank = hvd_rank(), size = hvd_size();
@@ -241,6 +284,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_dtype_uneven_rows), cmocka_unit_test(zero_rows_and_repeated_steps),
       cmocka_unit_test(uses_options_allocator),  cmocka_unit_test(many_small_fused),
+      cmocka_unit_test(grouped_allgather),
       cmocka_unit_test(trailing_dims_mismatch),  cmocka_unit_test(bad_arguments),
       cmocka_unit_test(hierarchical_traffic),
       cmocka_unit_test(listed_first_dimensions),

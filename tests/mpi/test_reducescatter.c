@@ -135,6 +135,48 @@ static void many_small_fused(void** state) {
   if (ran >= N) fail_msg("%llu collectives for %d small reducescatters: none fused", (unsigned long long)ran, N);
 }
 
+/* A grouped reducescatter: a large member (above the in-place size) and small ones
+ * with uneven rows, AVERAGE, in one collective; twice (the second from the cache). */
+static void grouped_reducescatter(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  enum { BIG_ROWS = 40000, COLS = 2 };
+  const int64_t dims[3] = {BIG_ROWS, 5, 1};
+  float* send[3];
+  float* recv[3];
+  int64_t shape[3][2];
+  const int64_t* shapes[3] = {shape[0], shape[1], shape[2]};
+  const int ndims[3] = {2, 2, 2};
+  for (int k = 0; k < 3; ++k) {
+    shape[k][0] = dims[k];
+    shape[k][1] = COLS;
+    send[k] = tu_alloc(sizeof(float) * (size_t)(dims[k] * COLS));
+    recv[k] = tu_alloc(sizeof(float) * (size_t)(dims[k] * COLS));
+  }
+  for (int round = 0; round < 2; ++round) {
+    for (int k = 0; k < 3; ++k)
+      for (int64_t i = 0; i < dims[k] * COLS; ++i) send[k][i] = (float)((i + k) % 7 + rank);
+    const uint64_t before = tu_collectives();
+    assert_hvd_ok(hvd_grouped_reducescatter(3, (const void* const*)send, (void* const*)recv, ndims,
+                                            shapes, HVD_FLOAT32, HVD_OP_AVERAGE, "grs", NULL));
+    assert_int_equal(tu_collectives() - before, 1);
+    for (int k = 0; k < 3; ++k) {
+      int64_t first_row = 0;
+      for (int q = 0; q < rank; ++q) first_row += hvd_reducescatter_rows(dims[k], q, size);
+      const int64_t mine = hvd_reducescatter_rows(dims[k], rank, size) * COLS;
+      for (int64_t i = 0; i < mine; ++i) {
+        const int64_t g = first_row * COLS + i;
+        const double want = (double)((g + k) % 7) + (size - 1) / 2.0;
+        if (fabs(recv[k][i] - want) > 1e-5) fail_msg("grs.%d [%lld]: %g != %g", k, (long long)i, recv[k][i], want);
+      }
+    }
+  }
+  for (int k = 0; k < 3; ++k) {
+    free(send[k]);
+    free(recv[k]);
+  }
+}
+
 static void shape_mismatch(void** state) {
   (void)state;
   const int rank = hvd_rank(), size = hvd_size();
@@ -150,6 +192,7 @@ int main(void) {
       cmocka_unit_test(sum_and_average_uneven_rows),
       cmocka_unit_test(scaling_and_in_place),
       cmocka_unit_test(many_small_fused),
+      cmocka_unit_test(grouped_reducescatter),
       cmocka_unit_test(shape_mismatch),
   };
   return cmocka_run_group_tests_name("reducescatter", tests, tu_group_init, tu_group_shutdown);
