@@ -46,7 +46,13 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
         tensors.push_back(locals[k] ? DeviceTensor{locals[k]->send, locals[k]->recv, count}
                                     : DeviceTensor{nullptr, nullptr, count});
       }
-      err = engine.allreduce(tensors, spec.dtype, spec.reduce_op, spec.prescale, spec.postscale, set);
+      // The same choice as for host tensors: from parameters equal on every rank.
+      HierarchicalAllreduce* hier =
+          use_hier_ && hier_ && set.id == 0 && hier_->useful() ? hier_ : nullptr;
+      activity_start(hier ? "HIERARCHICAL_ALLREDUCE" : "DEVICE_ALLREDUCE");
+      err = engine.allreduce(tensors, spec.dtype, spec.reduce_op, spec.prescale, spec.postscale, set,
+                             hier);
+      activity_end();
       break;
     }
     case OpType::Broadcast:
@@ -82,8 +88,17 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
         err = device_output(*locals[k], static_cast<size_t>(total) * dtype_size(r.spec.dtype), &out);
         if (!err.ok()) break;
         outputs.push_back(out);
-        err = engine.backend_for(r.spec.dtype, false)
-                  .allgatherv(locals[k]->send, out, counts, displacements(counts), r.spec.dtype, set);
+        if (use_hier_ag_ && hier_ag_ && set.id == 0 && hier_ag_->useful() &&
+            engine.hierarchical_allgather(hier_ag_).fits(counts, r.spec.dtype)) {
+          activity_start("HIERARCHICAL_ALLGATHER");
+          err = engine.hierarchical_allgather(hier_ag_)
+                    .allgatherv(locals[k]->send, out, counts, displacements(counts), r.spec.dtype);
+        } else {
+          activity_start("DEVICE_ALLGATHER");
+          err = engine.backend_for(r.spec.dtype, false)
+                    .allgatherv(locals[k]->send, out, counts, displacements(counts), r.spec.dtype, set);
+        }
+        activity_end();
       }
       break;
     case OpType::Alltoall: {
