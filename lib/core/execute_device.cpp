@@ -1,6 +1,8 @@
 // Batches of device tensors: the device engine orders its stream after the callers'
 // streams, runs the collective (NCCL, or host-staged MPI) and the fusion kernel, and
-// the batch completes when the recorded event has.
+// the batch completes when the recorded event has. Allreduce and allgather of the
+// global set take the hierarchical algorithms when the negotiated choice says so,
+// exactly as host tensors do.
 #include <cstring>
 #include <memory>
 
