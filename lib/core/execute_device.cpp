@@ -1,6 +1,8 @@
 // Batches of device tensors: the device engine orders its stream after the callers'
 // streams, runs the collective (NCCL, or host-staged MPI) and the fusion kernel, and
-// the batch completes when the recorded event has.
+// the batch completes when the recorded event has. Allreduce and allgather of the
+// global set take the hierarchical algorithms when the negotiated choice says so,
+// exactly as host tensors do.
 #include <cstring>
 #include <memory>
 
@@ -46,7 +48,13 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
         tensors.push_back(locals[k] ? DeviceTensor{locals[k]->send, locals[k]->recv, count}
                                     : DeviceTensor{nullptr, nullptr, count});
       }
-      err = engine.allreduce(tensors, spec.dtype, spec.reduce_op, spec.prescale, spec.postscale, set);
+      // The same choice as for host tensors: from parameters equal on every rank.
+      HierarchicalAllreduce* hier =
+          use_hier_ && hier_ && set.id == 0 && hier_->useful() ? hier_ : nullptr;
+      activity_start(hier ? "HIERARCHICAL_ALLREDUCE" : "DEVICE_ALLREDUCE");
+      err = engine.allreduce(tensors, spec.dtype, spec.reduce_op, spec.prescale, spec.postscale, set,
+                             hier);
+      activity_end();
       break;
     }
     case OpType::Broadcast:
@@ -82,8 +90,17 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
         err = device_output(*locals[k], static_cast<size_t>(total) * dtype_size(r.spec.dtype), &out);
         if (!err.ok()) break;
         outputs.push_back(out);
-        err = engine.backend_for(r.spec.dtype, false)
-                  .allgatherv(locals[k]->send, out, counts, displacements(counts), r.spec.dtype, set);
+        if (use_hier_ag_ && hier_ag_ && set.id == 0 && hier_ag_->useful() &&
+            engine.hierarchical_allgather(hier_ag_).fits(counts, r.spec.dtype)) {
+          activity_start("HIERARCHICAL_ALLGATHER");
+          err = engine.hierarchical_allgather(hier_ag_)
+                    .allgatherv(locals[k]->send, out, counts, displacements(counts), r.spec.dtype);
+        } else {
+          activity_start("DEVICE_ALLGATHER");
+          err = engine.backend_for(r.spec.dtype, false)
+                    .allgatherv(locals[k]->send, out, counts, displacements(counts), r.spec.dtype, set);
+        }
+        activity_end();
       }
       break;
     case OpType::Alltoall: {

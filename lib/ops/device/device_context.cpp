@@ -166,6 +166,14 @@ Error DeviceContext::record(DeviceEvent* out) {
   return Error::success();
 }
 
+Error DeviceContext::copy(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0 || dst == src) return Error::success();
+  DeviceGuard guard(device_);
+  HVD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault,
+                                 static_cast<cudaStream_t>(stream_)));
+  return Error::success();
+}
+
 Error DeviceContext::synchronize() {
   HVD_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)));
   return Error::success();
@@ -186,6 +194,7 @@ Error DeviceContext::create(int device, std::unique_ptr<DeviceContext>*) {
 DeviceContext::~DeviceContext() = default;
 Error DeviceContext::wait_for(void*) { return no_cuda(); }
 Error DeviceContext::record(DeviceEvent*) { return no_cuda(); }
+Error DeviceContext::copy(void*, const void*, size_t) { return no_cuda(); }
 Error DeviceContext::synchronize() { return no_cuda(); }
 
 #endif

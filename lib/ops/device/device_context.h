@@ -59,6 +59,9 @@ class DeviceContext {
   Error wait_for(void* user_stream);
   // An event completing when everything queued so far on the library stream is done.
   Error record(DeviceEvent* out);
+  // Queues a copy of bytes from src to dst (device or pinned host memory, either way)
+  // on the library stream. Nothing to do when dst == src.
+  Error copy(void* dst, const void* src, size_t bytes);
   // Blocks until the library stream is idle.
   Error synchronize();
 

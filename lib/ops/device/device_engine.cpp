@@ -25,6 +25,8 @@ class NcclBackend : public Backend {};
 
 DeviceEngine::~DeviceEngine() {
   if (context_) context_->synchronize();
+  hier_allreduce_.reset();
+  hier_allgather_.reset();
   nccl_.reset();
   staged_.reset();
   fusion_.reset();
@@ -44,6 +46,7 @@ Error DeviceEngine::create(int device, GpuOperations mode, Backend* host,
   e->copier_ = std::make_unique<BatchedCopier>(e->context_->stream());
   e->fusion_ = std::make_unique<DeviceBuffer>(e->context_->stream());
   e->staged_ = std::make_unique<StagedBackend>(e->context_.get(), host);
+  e->counters_ = counters;
 #if HVD_HAVE_NCCL
   if (mode != GpuOperations::Mpi) {
     e->nccl_ = std::make_unique<NcclBackend>(e->context_.get(), counters);
@@ -52,7 +55,6 @@ Error DeviceEngine::create(int device, GpuOperations mode, Backend* host,
     e->description_ = "mpi-staged on CUDA device " + std::to_string(device) + " (HOROVOD_GPU_OPERATIONS=MPI)";
   }
 #else
-  (void)counters;
   e->description_ = "mpi-staged on CUDA device " + std::to_string(device) + " (built without NCCL)";
 #endif
   *out = std::move(e);
@@ -90,15 +92,39 @@ Error DeviceEngine::begin(const std::vector<void*>& caller_streams) {
 
 Error DeviceEngine::finish(DeviceEvent* done) { return context_->record(done); }
 
+DeviceHierarchicalAllgather& DeviceEngine::hierarchical_allgather(HierarchicalAllgather* host) {
+  if (!hier_allgather_ || hier_allgather_->host() != host)
+    hier_allgather_ = std::make_unique<DeviceHierarchicalAllgather>(host, context_.get(), nccl_.get(),
+                                                                    counters_);
+  return *hier_allgather_;
+}
+
+void DeviceEngine::set_hierarchical_cross(CrossTransport transport) {
+  hier_cross_ = transport;
+  if (hier_allreduce_) hier_allreduce_->set_cross_transport(transport);
+}
+
 Error DeviceEngine::allreduce(const std::vector<DeviceTensor>& tensors, hvd_dtype_t dtype,
                               hvd_reduce_op_t op, double prescale, double postscale,
-                              const ProcessSet& set) {
+                              const ProcessSet& set, HierarchicalAllreduce* hier) {
   if (tensors.empty()) return Error::success();
   const hvd_reduce_op_t transport = op == HVD_OP_AVERAGE ? HVD_OP_SUM : op;
   const int divisor = op == HVD_OP_AVERAGE ? set.size() : 1;
   const bool scale_out = divisor > 1 || postscale != 1.0;
   const size_t esize = dtype_size(dtype);
-  Backend& backend = backend_for(dtype, true);
+  if (hier && (!hier_allreduce_ || hier_allreduce_->host() != hier)) {
+    hier_allreduce_ = std::make_unique<DeviceHierarchicalAllreduce>(hier, context_.get(), nccl_.get(),
+                                                                    counters_);
+    hier_allreduce_->set_cross_transport(hier_cross_);
+  }
+  Backend& flat = backend_for(dtype, true);
+  // recv = the reduction of send (both device memory; may be equal).
+  auto reduce = [&](const void* send, void* recv, int64_t count) -> Error {
+    if (!hier) return flat.allreduce(send, recv, count, dtype, transport, set);
+    Error err = context_->copy(recv, send, static_cast<size_t>(count) * esize);
+    if (!err.ok()) return err;
+    return hier_allreduce_->allreduce(recv, count, dtype, transport);
+  };
 
   if (tensors.size() == 1 && tensors[0].send) {
     const DeviceTensor& t = tensors[0];
@@ -108,7 +134,7 @@ Error DeviceEngine::allreduce(const std::vector<DeviceTensor>& tensors, hvd_dtyp
       if (!err.ok()) return err;
       src = t.recv;
     }
-    Error err = backend.allreduce(src, t.recv, t.count, dtype, transport, set);
+    Error err = reduce(src, t.recv, t.count);
     if (!err.ok() || !scale_out) return err;
     return copier_->copy({{t.recv, t.recv, t.count}}, dtype, postscale, divisor);
   }
@@ -135,7 +161,7 @@ Error DeviceEngine::allreduce(const std::vector<DeviceTensor>& tensors, hvd_dtyp
   }
   err = copier_->copy(in, dtype, prescale, 1);
   if (!err.ok()) return err;
-  err = backend.allreduce(buffer, buffer, total, dtype, transport, set);
+  err = reduce(buffer, buffer, total);
   if (!err.ok()) return err;
   return copier_->copy(out, dtype, postscale, divisor);
 }

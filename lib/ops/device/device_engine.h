@@ -17,6 +17,8 @@
 #include "ops/device/batched_copy.h"
 #include "ops/device/device_buffer.h"
 #include "ops/device/device_context.h"
+#include "ops/hier/hier_device_allgather.h"
+#include "ops/hier/hier_device_allreduce.h"
 
 namespace hvd {
 
@@ -60,8 +62,18 @@ class DeviceEngine {
   // Allreduce of one tensor, or of several fused through the fusion buffer with one
   // copy kernel launch each way: prescale on the way in, AVERAGE's division and
   // postscale on the way out. op may be AVERAGE. Queued only: call finish().
+  // hier (global set only; nullptr: flat): reduce with the hierarchical algorithm on
+  // its node layout (DeviceHierarchicalAllreduce).
   Error allreduce(const std::vector<DeviceTensor>& tensors, hvd_dtype_t dtype,
-                  hvd_reduce_op_t op, double prescale, double postscale, const ProcessSet& set);
+                  hvd_reduce_op_t op, double prescale, double postscale, const ProcessSet& set,
+                  HierarchicalAllreduce* hier = nullptr);
+
+  // The device version of a host hierarchical allgather (made on first use), for
+  // the global set: check fits(), then allgatherv().
+  DeviceHierarchicalAllgather& hierarchical_allgather(HierarchicalAllgather* host);
+  // How hierarchical allreduces cross nodes when NCCL is used (default NCCL); equal
+  // on every rank.
+  void set_hierarchical_cross(CrossTransport transport);
 
  private:
   DeviceEngine() = default;
@@ -70,6 +82,10 @@ class DeviceEngine {
   std::unique_ptr<DeviceBuffer> fusion_;
   std::unique_ptr<StagedBackend> staged_;
   std::unique_ptr<NcclBackend> nccl_;
+  std::unique_ptr<DeviceHierarchicalAllreduce> hier_allreduce_;
+  std::unique_ptr<DeviceHierarchicalAllgather> hier_allgather_;
+  CrossTransport hier_cross_ = CrossTransport::Nccl;
+  TrafficCounters* counters_ = nullptr;
   std::string description_;
 };
 

@@ -18,6 +18,11 @@ class HierarchicalAllgather {
   bool useful() const { return layout_.num_nodes > 1 && layout_.max_local_size > 1; }
   // Whether the output fits the int byte counts this algorithm uses (else: flat).
   bool fits(const std::vector<int64_t>& counts, hvd_dtype_t dtype) const;
+  const NodeLayout& layout() const { return layout_; }
+  // node index -> its world ranks by local rank; a node's index is its first rank's
+  // rank in the cross communicator of local rank 0.
+  const std::vector<std::vector<int>>& members() const { return members_; }
+  int my_node() const { return my_node_; }
 
   // The same contract as Backend::allgatherv over the global set (world rank r's
   // counts[r] elements land at displs[r]; send may lie inside recv).

@@ -37,6 +37,8 @@ class HierarchicalAllreduce {
   // True when the job has more than one node and more than one rank on some node
   // (otherwise a flat allreduce is the same thing). The same answer on every rank.
   bool useful() const;
+  const NodeLayout& layout() const { return layout_; }
+  int64_t chunk_bytes() const { return chunk_bytes_; }
 
   // buffer (count elements) is reduced in place over the whole job. op: SUM, MIN, MAX
   // or PRODUCT.

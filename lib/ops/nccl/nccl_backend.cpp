@@ -174,6 +174,17 @@ Error NcclBackend::add_communicator(int64_t key, MPI_Comm comm) {
   return create(key, comm, rank, size);
 }
 
+bool NcclBackend::has_communicator(int64_t key) const { return comms_.count(key) != 0; }
+
+Error NcclBackend::ensure_communicator(int64_t key, MPI_Comm comm) {
+  return has_communicator(key) ? Error::success() : add_communicator(key, comm);
+}
+
+int NcclBackend::communicator_size(int64_t key) const {
+  auto it = comms_.find(key);
+  return it == comms_.end() ? 0 : it->second->size;
+}
+
 Error NcclBackend::comm_for_set(const ProcessSet& set, Comm** out) {
   if (!set.member())
     return make_error(HVD_ERR_INTERNAL, "this rank is not in process set %d", set.id);
@@ -216,7 +227,6 @@ Error NcclBackend::do_allreduce(Comm& c, const void* send, void* recv, int64_t c
   HVD_NCCL_CHECK(ncclAllReduce(send, recv, static_cast<size_t>(count), type, nccl_op(op, dtype),
                                c.comm, stream_of(device_)),
                  c.comm);
-  counters_->collectives.fetch_add(1, std::memory_order_relaxed);
   if (bytes && c.size > 1)
     bytes->fetch_add(static_cast<uint64_t>(2.0 * (c.size - 1) / c.size * count * dtype_size(dtype)));
   return Error::success();
@@ -227,7 +237,9 @@ Error NcclBackend::allreduce(const void* send, void* recv, int64_t count, hvd_dt
   Comm* c = nullptr;
   Error err = comm_for_set(set, &c);
   if (!err.ok()) return err;
-  return do_allreduce(*c, send, recv, count, dtype, op, &counters_->global_bytes);
+  err = do_allreduce(*c, send, recv, count, dtype, op, &counters_->global_bytes);
+  if (err.ok()) counters_->collectives.fetch_add(1, std::memory_order_relaxed);
+  return err;
 }
 
 Error NcclBackend::allreduce_on(int64_t key, const void* send, void* recv, int64_t count,
@@ -235,8 +247,7 @@ Error NcclBackend::allreduce_on(int64_t key, const void* send, void* recv, int64
   Comm* c = nullptr;
   Error err = comm_for_key(key, &c);
   if (!err.ok()) return err;
-  return do_allreduce(*c, send, recv, count, dtype, op,
-                      key == kLocalComm ? &counters_->local_bytes : &counters_->cross_bytes);
+  return do_allreduce(*c, send, recv, count, dtype, op, nullptr);
 }
 
 Error NcclBackend::broadcast(void* buffer, int64_t count, hvd_dtype_t dtype, int root,
@@ -282,7 +293,6 @@ Error NcclBackend::do_allgatherv(Comm& c, const void* send, void* recv,
     Error err = group.end();
     if (!err.ok()) return err;
   }
-  counters_->collectives.fetch_add(1, std::memory_order_relaxed);
   if (bytes && c.size > 1)
     bytes->fetch_add(static_cast<uint64_t>(counts[static_cast<size_t>(me)]) * esize *
                      static_cast<uint64_t>(c.size - 1));
@@ -295,7 +305,9 @@ Error NcclBackend::allgatherv(const void* send, void* recv, const std::vector<in
   Comm* c = nullptr;
   Error err = comm_for_set(set, &c);
   if (!err.ok()) return err;
-  return do_allgatherv(*c, send, recv, counts, displs, dtype, &counters_->global_bytes);
+  err = do_allgatherv(*c, send, recv, counts, displs, dtype, &counters_->global_bytes);
+  if (err.ok()) counters_->collectives.fetch_add(1, std::memory_order_relaxed);
+  return err;
 }
 
 Error NcclBackend::allgatherv_on(int64_t key, const void* send, void* recv,
@@ -304,8 +316,7 @@ Error NcclBackend::allgatherv_on(int64_t key, const void* send, void* recv,
   Comm* c = nullptr;
   Error err = comm_for_key(key, &c);
   if (!err.ok()) return err;
-  return do_allgatherv(*c, send, recv, counts, displs, dtype,
-                       key == kLocalComm ? &counters_->local_bytes : &counters_->cross_bytes);
+  return do_allgatherv(*c, send, recv, counts, displs, dtype, nullptr);
 }
 
 Error NcclBackend::alltoallv(const void* send, const std::vector<int64_t>& send_counts,
@@ -380,7 +391,6 @@ Error NcclBackend::do_reducescatter(Comm& c, const void* send, void* recv,
     err = group.end();
     if (!err.ok()) return err;
   }
-  counters_->collectives.fetch_add(1, std::memory_order_relaxed);
   if (bytes && c.size > 1)
     bytes->fetch_add(static_cast<uint64_t>((total - counts[static_cast<size_t>(c.rank)]) * static_cast<int64_t>(esize)));
   return Error::success();
@@ -391,7 +401,9 @@ Error NcclBackend::reducescatter(const void* send, void* recv, const std::vector
   Comm* c = nullptr;
   Error err = comm_for_set(set, &c);
   if (!err.ok()) return err;
-  return do_reducescatter(*c, send, recv, counts, dtype, op, &counters_->global_bytes);
+  err = do_reducescatter(*c, send, recv, counts, dtype, op, &counters_->global_bytes);
+  if (err.ok()) counters_->collectives.fetch_add(1, std::memory_order_relaxed);
+  return err;
 }
 
 Error NcclBackend::reducescatter_on(int64_t key, const void* send, void* recv,
@@ -400,8 +412,66 @@ Error NcclBackend::reducescatter_on(int64_t key, const void* send, void* recv,
   Comm* c = nullptr;
   Error err = comm_for_key(key, &c);
   if (!err.ok()) return err;
-  return do_reducescatter(*c, send, recv, counts, dtype, op,
-                          key == kLocalComm ? &counters_->local_bytes : &counters_->cross_bytes);
+  return do_reducescatter(*c, send, recv, counts, dtype, op, nullptr);
+}
+
+Error NcclBackend::reduce_on(int64_t key, const void* send, void* recv, int64_t count,
+                             hvd_dtype_t dtype, hvd_reduce_op_t op, int root) {
+  Comm* c = nullptr;
+  Error err = comm_for_key(key, &c);
+  if (!err.ok()) return err;
+  ncclDataType_t type;
+  err = check_reduction(dtype, op, &type);
+  if (!err.ok()) return err;
+  if (root < 0 || root >= c->size)
+    return make_error(HVD_ERR_INTERNAL, "reduce root %d is outside a communicator of %d", root, c->size);
+  DeviceGuard guard(device_->device());
+  HVD_NCCL_CHECK(ncclReduce(send, recv, static_cast<size_t>(count), type, nccl_op(op, dtype), root,
+                            c->comm, stream_of(device_)),
+                 c->comm);
+  return Error::success();
+}
+
+Error NcclBackend::broadcasts_on(int64_t key, const std::vector<BroadcastBlock>& blocks) {
+  Comm* c = nullptr;
+  Error err = comm_for_key(key, &c);
+  if (!err.ok()) return err;
+  for (const BroadcastBlock& b : blocks)
+    if (b.root < 0 || b.root >= c->size)
+      return make_error(HVD_ERR_INTERNAL, "broadcast root %d is outside a communicator of %d",
+                        b.root, c->size);
+  DeviceGuard guard(device_->device());
+  Group group;
+  for (const BroadcastBlock& b : blocks) {
+    if (b.bytes == 0) continue;
+    HVD_NCCL_CHECK(ncclBroadcast(b.buffer, b.buffer, b.bytes, ncclUint8, b.root, c->comm,
+                                 stream_of(device_)),
+                   c->comm);
+  }
+  return group.end();
+}
+
+Error NcclBackend::send_recv_on(int64_t key, const std::vector<PeerBlock>& sends,
+                                const std::vector<PeerBlock>& recvs) {
+  Comm* c = nullptr;
+  Error err = comm_for_key(key, &c);
+  if (!err.ok()) return err;
+  for (const auto* list : {&sends, &recvs})
+    for (const PeerBlock& b : *list)
+      if (b.peer < 0 || b.peer >= c->size || b.peer == c->rank)
+        return make_error(HVD_ERR_INTERNAL, "peer %d is not another rank of a communicator of %d",
+                          b.peer, c->size);
+  DeviceGuard guard(device_->device());
+  Group group;
+  for (const PeerBlock& b : sends)
+    if (b.bytes)
+      HVD_NCCL_CHECK(ncclSend(b.buffer, b.bytes, ncclUint8, b.peer, c->comm, stream_of(device_)),
+                     c->comm);
+  for (const PeerBlock& b : recvs)
+    if (b.bytes)
+      HVD_NCCL_CHECK(ncclRecv(b.buffer, b.bytes, ncclUint8, b.peer, c->comm, stream_of(device_)),
+                     c->comm);
+  return group.end();
 }
 
 }  // namespace hvd

@@ -58,7 +58,13 @@ class NcclBackend : public Backend {
 
   // A communicator over comm (collective over it), for kLocalComm / kCrossComm.
   Error add_communicator(int64_t key, MPI_Comm comm);
-  // The same operations on such a communicator (hierarchical algorithms).
+  bool has_communicator(int64_t key) const;
+  // add_communicator unless the key has one (collective over comm when it has not).
+  Error ensure_communicator(int64_t key, MPI_Comm comm);
+  int communicator_size(int64_t key) const;  // 0 without one
+
+  // The operations of the hierarchical algorithms on such a communicator. They count
+  // neither bytes nor collectives: the algorithm that composes them does, once.
   Error allreduce_on(int64_t key, const void* send, void* recv, int64_t count,
                      hvd_dtype_t dtype, hvd_reduce_op_t op);
   Error reducescatter_on(int64_t key, const void* send, void* recv,
@@ -67,6 +73,27 @@ class NcclBackend : public Backend {
   Error allgatherv_on(int64_t key, const void* send, void* recv,
                       const std::vector<int64_t>& counts, const std::vector<int64_t>& displs,
                       hvd_dtype_t dtype);
+  // Reduction of count elements onto root (recv is used on root only; in place when
+  // send == recv).
+  Error reduce_on(int64_t key, const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
+                  hvd_reduce_op_t op, int root);
+  // Each block goes from its root to the same address range on every other rank, all
+  // in one NCCL group (blocks of different roots must not overlap).
+  struct BroadcastBlock {
+    void* buffer;
+    size_t bytes;
+    int root;
+  };
+  Error broadcasts_on(int64_t key, const std::vector<BroadcastBlock>& blocks);
+  // Point-to-point transfers in one NCCL group: every send must meet the peer's recv
+  // of the same size.
+  struct PeerBlock {
+    void* buffer;  // read for sends, written for receives
+    size_t bytes;
+    int peer;
+  };
+  Error send_recv_on(int64_t key, const std::vector<PeerBlock>& sends,
+                     const std::vector<PeerBlock>& recvs);
 
   // Operations between group_start and group_end go to NCCL as one group (one
   // launch): a grouped allreduce of tensors that were not fused. Groups nest.
