@@ -69,10 +69,8 @@ Response agree(const std::string& key, const std::string& name,
   std::vector<Field> fields = {
       {"operation", [](const TensorSpec& s) { return std::string(op_type_name(s.op)); }},
       {"dtype", [](const TensorSpec& s) { return std::string(dtype_name(s.dtype)); }},
-      {"device",
-       [](const TensorSpec& s) {
-         return s.device == HVD_DEVICE_CPU ? std::string("cpu") : "gpu " + std::to_string(s.device);
-       }},
+      // Each rank computes on its own GPU: only host against device memory differs.
+      {"device", [](const TensorSpec& s) { return std::string(s.device == HVD_DEVICE_CPU ? "cpu" : "gpu"); }},
       {"number of dimensions",
        [](const TensorSpec& s) { return std::to_string(s.shape.size()); }},
   };

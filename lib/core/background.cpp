@@ -117,6 +117,7 @@ void BackgroundLoop::start_device() {
     executor_.set_device(nullptr, "the device engine could not start: " + err.message);
     return;
   }
+  if (rt_.params.hierarchical_cross_mpi) device_->set_hierarchical_cross(CrossTransport::Mpi);
   HVD_LOG(Debug, "device engine on GPU %d: %s", rt_.gpu_device, device_->description().c_str());
   executor_.set_device(device_.get(), "");
 }

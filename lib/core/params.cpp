@@ -74,6 +74,9 @@ const std::vector<ParamDef>& defs() {
              "Reduce within each node, across nodes, then gather within the node"),
       P_BOOL("HOROVOD_HIERARCHICAL_ALLGATHER", hierarchical_allgather, 0,
              "Gather within each node before exchanging across nodes"),
+      P_BOOL("HVD_HIERARCHICAL_CROSS_MPI", hierarchical_cross_mpi, 0,
+             "Device hierarchical allreduce: cross nodes with MPI on host copies of the "
+             "shards instead of NCCL"),
       P_STRING("HOROVOD_TIMELINE", timeline,
                "Write a Chrome-trace timeline to this file (rank 0)"),
       P_BOOL("HOROVOD_TIMELINE_MARK_CYCLES", timeline_mark_cycles, 0,

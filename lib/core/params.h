@@ -21,6 +21,7 @@ struct Params {
   int64_t cache_capacity = 1024;           // 0 disables the response cache
   bool hierarchical_allreduce = false;
   bool hierarchical_allgather = false;
+  bool hierarchical_cross_mpi = false;
   std::string timeline;
   bool timeline_mark_cycles = false;
   bool autotune = false;
