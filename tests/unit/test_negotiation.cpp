@@ -98,6 +98,16 @@ void agreement_names_ranks_that_differ(void**) {
 
   r = agree("w", "w", {a, a}, {0, 1});
   assert_true(r.error.ok());
+
+  // Each rank reduces on its own GPU: different device ordinals agree, host memory
+  // against device memory does not.
+  TensorSpec gpu0 = a, gpu1 = a;
+  gpu0.device = 0;
+  gpu1.device = 1;
+  assert_true(agree("w", "w", {gpu0, gpu1}, {0, 1}).error.ok());
+  r = agree("w", "w", {gpu0, a}, {0, 1});
+  assert_int_equal(r.error.status, HVD_ERR_MISMATCH);
+  assert_non_null(strstr(r.error.message.c_str(), "device"));
 }
 
 void agreement_allgather_keeps_rows_per_rank(void**) {
