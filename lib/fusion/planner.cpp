@@ -56,7 +56,7 @@ class Groups {
   Groups(std::span<const Response> responses, const FusionConfig& config) {
     for (size_t i = 0; i < responses.size(); ++i) {
       const Response& r = responses[i];
-      if (!grouped(r) || !fusable(r, config)) continue;
+      if (!grouped(r) || !fusable(r, config)) continue;  // rare: not on the per-tensor path
       std::string id = std::string(group_of(r)) + '\n' + std::to_string(r.spec.process_set) + '\n' +
                        std::to_string(static_cast<int>(r.spec.op));
       auto [it, fresh] = index_.try_emplace(std::move(id), units_.size());
@@ -82,10 +82,11 @@ class Groups {
 
 }  // namespace
 
-bool fusable(const Response& r, const FusionConfig& config) {
-  if (!r.error.ok() || config.threshold <= 0) return false;
-  const int64_t bytes = response_bytes(r);
-  if (bytes > config.threshold) return false;
+namespace {
+
+// fusable() for a response of `bytes` (response_bytes, computed once per tensor).
+bool fusable_sized(const Response& r, int64_t bytes, const FusionConfig& config) {
+  if (!r.error.ok() || config.threshold <= 0 || bytes > config.threshold) return false;
   switch (r.spec.op) {
     case OpType::Allgather:
       // One collective instead of several, whatever the sizes.
@@ -102,23 +103,41 @@ bool fusable(const Response& r, const FusionConfig& config) {
   }
 }
 
+// key_of(a) == key_of(b), without building the keys.
+bool same_key(const Response& a, const Response& b, const FusionConfig& config) {
+  const TensorSpec& x = a.spec;
+  const TensorSpec& y = b.spec;
+  if (x.op != y.op || x.dtype != y.dtype || x.reduce_op != y.reduce_op || x.prescale != y.prescale ||
+      x.postscale != y.postscale || x.device != y.device || x.process_set != y.process_set)
+    return false;
+  if (!config.disable_group_fusion || (!grouped(a) && !grouped(b))) return true;
+  return grouped(a) && grouped(b) && group_of(a) == group_of(b);
+}
+
+}  // namespace
+
+bool fusable(const Response& r, const FusionConfig& config) {
+  return fusable_sized(r, r.error.ok() ? response_bytes(r) : 0, config);
+}
+
 std::vector<Batch> plan_batches(std::span<const Response> responses, const FusionConfig& config) {
   std::vector<Batch> batches;
   std::map<FusionKey, size_t> open;  // key -> batch still accepting tensors
-  // The last fusable tensor's key and the batch it went to (open[last_key]).
+  // The last fusable tensor and the batch it went to (open[key_of(*last)]).
   constexpr size_t kNone = static_cast<size_t>(-1);
-  FusionKey last_key;
+  const Response* last = nullptr;
   size_t last_batch = kNone;
   Groups groups(responses, config);
 
-  // Adds `bytes` worth of tensors with `key` to a batch with room for all of them:
-  // the previous tensor's, the key's open batch, or a new one.
-  auto batch_for = [&](const FusionKey& key, int64_t bytes) -> Batch& {
+  // A batch with room for `bytes` more of r's kind: the previous tensor's, the key's
+  // open batch, or a new one.
+  auto batch_for = [&](const Response& r, int64_t bytes) -> Batch& {
     // Consecutive tensors usually share a key (one model's gradients): the batch they
-    // join is then the one the previous tensor joined, without a map lookup.
-    if (last_batch != kNone && last_key == key && batches[last_batch].bytes + bytes <= config.threshold)
+    // join is then the one the previous tensor joined, without building a key.
+    if (last && same_key(*last, r, config) && batches[last_batch].bytes + bytes <= config.threshold)
       return batches[last_batch];
-    last_key = key;
+    last = &r;
+    FusionKey key = key_of(r, config);
     auto it = open.find(key);
     if (it != open.end() && batches[it->second].bytes + bytes <= config.threshold) {
       last_batch = it->second;
@@ -128,7 +147,7 @@ std::vector<Batch> plan_batches(std::span<const Response> responses, const Fusio
     // left (after a large group, small tensors still fill the old one).
     last_batch = batches.size();
     if (it == open.end())
-      open.emplace(key, last_batch);
+      open.emplace(std::move(key), last_batch);
     else if (batches[it->second].bytes > bytes)
       it->second = last_batch;
     return batches.emplace_back(Batch{{}, true, 0});
@@ -141,27 +160,26 @@ std::vector<Batch> plan_batches(std::span<const Response> responses, const Fusio
   for (size_t i = 0; i < responses.size(); ++i) {
     const Response& r = responses[i];
     const int64_t bytes = r.error.ok() ? response_bytes(r) : 0;
-    if (!fusable(r, config)) {
+    if (!fusable_sized(r, bytes, config)) {
       batches.push_back(Batch{{i}, false, bytes});
       continue;
     }
-    const FusionKey key = key_of(r, config);
     GroupUnit* unit = groups.empty() ? nullptr : groups.unit_of(i);
     if (!unit) {
-      add(batch_for(key, bytes), i, bytes);
+      add(batch_for(r, bytes), i, bytes);
       continue;
     }
     if (unit->placed) continue;
     unit->placed = true;
     if (unit->bytes <= config.threshold) {
-      Batch& b = batch_for(key, unit->bytes);
+      Batch& b = batch_for(r, unit->bytes);
       for (size_t m : unit->members) add(b, m, response_bytes(responses[m]));
       continue;
     }
     // A group above the threshold: consecutive pieces that each fill a buffer.
     for (size_t m : unit->members) {
       const int64_t member_bytes = response_bytes(responses[m]);
-      add(batch_for(key, member_bytes), m, member_bytes);
+      add(batch_for(responses[m], member_bytes), m, member_bytes);
     }
   }
   return batches;
