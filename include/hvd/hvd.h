@@ -271,7 +271,7 @@ HVD_API hvd_status_t hvd_alltoall_async(const void* sendbuf, int ndim, const int
 /* Reduces the tensor across ranks (SUM or AVERAGE) and leaves set rank r with its
  * block of rows: hvd_reducescatter_rows(shape[0], r, size) rows, the first
  * shape[0] % size ranks getting one extra. recvbuf is provided by the caller.
- * Small host tensors ready together (below HVD_INPLACE_MIN_BYTES, 256 KiB by
+ * Small tensors ready together (below HVD_INPLACE_MIN_BYTES, 256 KiB by
  * default, with the same dtype, op and scaling) are fused into one reduce-scatter. */
 HVD_API hvd_status_t hvd_reducescatter(const void* sendbuf, void* recvbuf, int ndim,
                                        const int64_t* shape, hvd_dtype_t dtype,

@@ -65,14 +65,20 @@ void Executor::run(const Batch& batch, const std::vector<Response>& responses,
   }
 
   Error result;
+  const OpType op = first.spec.op;
   if (!first.error.ok()) {
     result = first.error;
+  } else if (have < batch.items.size() && set && set->member() && op != OpType::Allreduce &&
+             op != OpType::Join) {
+    // Only allreduce runs with members that have no request (joined ranks); the
+    // controller fails every other operation in that case before it gets here.
+    result = make_error(HVD_ERR_INTERNAL, "tensor '%s': %s scheduled without a local request",
+                        first.name.c_str(), op_type_name(op));
   } else if (!set || !set->member()) {
     if (have == 0) return;  // not ours: the members run it
     result = make_error(HVD_ERR_INTERNAL, "tensor '%s' ran on a process set this rank left",
                         first.name.c_str());
-  } else if (first.spec.device != HVD_DEVICE_CPU && first.spec.op != OpType::Join &&
-             first.spec.op != OpType::Barrier) {
+  } else if (first.spec.device != HVD_DEVICE_CPU && op != OpType::Join && op != OpType::Barrier) {
     result = dispatch_device(batch, responses, locals, *set);
   } else {
     result = dispatch(batch, responses, locals, *set);
@@ -96,16 +102,7 @@ void Executor::activity_end() {
 Error Executor::dispatch(const Batch& batch, const std::vector<Response>& responses,
                          const std::vector<Request*>& locals, const ProcessSet& set) {
   const Response& first = responses[batch.items.front()];
-  const OpType op = first.spec.op;
-  // Only allreduce runs with members that have no request (joined ranks); the
-  // controller fails every other operation in that case before it gets here.
-  if (op != OpType::Allreduce && op != OpType::Join) {
-    for (Request* local : locals)
-      if (!local)
-        return make_error(HVD_ERR_INTERNAL, "tensor '%s': %s scheduled without a local request",
-                          first.name.c_str(), op_type_name(op));
-  }
-  switch (op) {
+  switch (first.spec.op) {
     case OpType::Allreduce:
       return batch.fused ? allreduce_fused(batch, responses, locals, set)
                          : allreduce_single(first, locals[0], set);
@@ -128,7 +125,7 @@ Error Executor::dispatch(const Batch& batch, const std::vector<Response>& respon
     case OpType::ProcessSetRemove:
       return admin_(first, locals[0]);
   }
-  return make_error(HVD_ERR_INTERNAL, "unknown operation %d", static_cast<int>(op));
+  return make_error(HVD_ERR_INTERNAL, "unknown operation %d", static_cast<int>(first.spec.op));
 }
 
 Error Executor::reduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,

@@ -62,20 +62,11 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
                 .broadcast(locals[0]->recv, spec.num_elements(), spec.dtype, spec.root, set);
       break;
     case OpType::Reducescatter: {
-      if (spec.prescale != 1.0 || spec.postscale != 1.0 || spec.reduce_op == HVD_OP_AVERAGE) {
-        err = make_error(HVD_ERR_UNSUPPORTED,
-                         "tensor '%s': device reducescatter supports SUM, MIN, MAX and PRODUCT "
-                         "without scaling in this version",
-                         first.name.c_str());
-        break;
-      }
-      const int64_t dim0 = spec.shape.empty() ? 0 : spec.shape[0], row = spec.row_elements();
-      std::vector<int64_t> counts(set.size());
-      for (int q = 0; q < set.size(); ++q)
-        counts[q] = (dim0 / set.size() + (q < dim0 % set.size() ? 1 : 0)) * row;
-      err = engine.backend_for(spec.dtype, true)
-                .reducescatter(locals[0]->send, locals[0]->recv, counts, spec.dtype,
-                               spec.reduce_op, set);
+      std::vector<DeviceScatterTensor> tensors;
+      for (size_t k = 0; k < batch.items.size(); ++k)
+        tensors.push_back({locals[k]->send, locals[k]->recv,
+                           reducescatter_counts(responses[batch.items[k]].spec, set.size())});
+      err = engine.reducescatter(tensors, spec.dtype, spec.reduce_op, spec.prescale, spec.postscale, set);
       break;
     }
     case OpType::Allgather:

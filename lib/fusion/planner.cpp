@@ -96,8 +96,7 @@ bool fusable_sized(const Response& r, int64_t bytes, const FusionConfig& config)
       // unit whatever its members' sizes.
       return bytes < config.inplace_min_bytes || grouped(r);
     case OpType::Reducescatter:
-      // Fused on the host path (the device path reduces one tensor at a time).
-      return (bytes < config.inplace_min_bytes || grouped(r)) && r.spec.device == HVD_DEVICE_CPU;
+      return bytes < config.inplace_min_bytes || grouped(r);
     default:
       return false;
   }

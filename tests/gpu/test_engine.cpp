@@ -1,8 +1,11 @@
 // The device engine's allreduce as the executor calls it: several tensors fused
 // through the device fusion buffer, AVERAGE with prescale and postscale, a joined
-// rank's zeros, ordered after a caller stream; single tensors without fusion.
+// rank's zeros, ordered after a caller stream; single tensors without fusion. Then
+// its reducescatter: fused with uneven rows, in place, scaled; one alone.
 // argv[1]: "nccl" or "mpi" (HOROVOD_GPU_OPERATIONS). Ranks may share a GPU with mpi.
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "gpu_test_util.h"
 #include "core/process_sets.h"
@@ -105,6 +108,64 @@ int main(int argc, char** argv) {
       CHECK(to_host(one, 5000 * esize) == random_tensor(dtype, 5000, 3));  // same on every rank
       cudaFree(one);
       cudaStreamDestroy(user);
+    }
+    // Reducescatter: several tensors with uneven rows fused (one in place), AVERAGE
+    // with scaling; then one tensor alone (straight to the backend), SUM.
+    {
+      const int64_t cols = 3;
+      const int64_t dims[] = {0, 1, 5, 2 * size + 1, 97};
+      std::vector<DeviceScatterTensor> tensors;
+      std::vector<void*> sends, recvs;
+      for (size_t k = 0; k < std::size(dims); ++k) {
+        std::vector<double> host(static_cast<size_t>(dims[k] * cols));
+        for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<double>((i + k) % 4 + rank);
+        void* send = nullptr;
+        CHECK_CUDA(cudaMalloc(&send, std::max<size_t>(host.size(), 1) * 8));
+        CHECK_CUDA(cudaMemcpy(send, host.data(), host.size() * 8, cudaMemcpyHostToDevice));
+        void* recv = send;  // tensor 2 in place
+        if (k != 2) CHECK_CUDA(cudaMalloc(&recv, std::max<size_t>(host.size(), 1) * 8));
+        std::vector<int64_t> counts;
+        for (int q = 0; q < size; ++q) counts.push_back((dims[k] / size + (q < dims[k] % size ? 1 : 0)) * cols);
+        tensors.push_back({send, recv, counts});
+        sends.push_back(send);
+        recvs.push_back(recv);
+      }
+      CHECK_OK(engine->begin({nullptr}));
+      CHECK_OK(engine->reducescatter(tensors, HVD_FLOAT64, HVD_OP_AVERAGE, 2.0, 0.5, *world));
+      DeviceEvent done;
+      CHECK_OK(engine->finish(&done));
+      CHECK_OK(done.synchronize());
+      for (size_t k = 0; k < tensors.size(); ++k) {
+        int64_t first = 0;
+        for (int q = 0; q < rank; ++q) first += tensors[k].counts[static_cast<size_t>(q)];
+        const int64_t mine = tensors[k].counts[static_cast<size_t>(rank)];
+        std::vector<double> got(static_cast<size_t>(mine));
+        CHECK_CUDA(cudaMemcpy(got.data(), recvs[k], got.size() * 8, cudaMemcpyDeviceToHost));
+        for (int64_t i = 0; i < mine; ++i) {
+          // Average over ranks of ((g + k) % 4 + r), times 2 then 0.5.
+          const double want = static_cast<double>((first + i + static_cast<int64_t>(k)) % 4) + (size - 1) / 2.0;
+          if (got[static_cast<size_t>(i)] != want) {
+            std::fprintf(stderr, "reducescatter tensor %zu element %lld: %g, expected %g\n", k,
+                         static_cast<long long>(i), got[static_cast<size_t>(i)], want);
+            return 1;
+          }
+        }
+      }
+      std::vector<DeviceScatterTensor> one = {tensors[4]};
+      CHECK_OK(engine->reducescatter(one, HVD_FLOAT64, HVD_OP_SUM, 1.0, 1.0, *world));
+      CHECK_OK(engine->finish(&done));
+      CHECK_OK(done.synchronize());
+      int64_t first = 0;
+      for (int q = 0; q < rank; ++q) first += one[0].counts[static_cast<size_t>(q)];
+      std::vector<double> got(static_cast<size_t>(one[0].counts[static_cast<size_t>(rank)]));
+      CHECK_CUDA(cudaMemcpy(got.data(), recvs[4], got.size() * 8, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < got.size(); ++i)
+        CHECK(got[i] == size * static_cast<double>((first + static_cast<int64_t>(i) + 4) % 4) +
+                            size * (size - 1) / 2.0);
+      for (size_t k = 0; k < sends.size(); ++k) {
+        cudaFree(sends[k]);
+        if (recvs[k] != sends[k]) cudaFree(recvs[k]);
+      }
     }
     engine.reset();
     MPI_Comm_free(&world->comm);

@@ -280,20 +280,21 @@ void planner_fuses_a_group_as_one_unit(void**) {
   assert_false(batches[2].fused);                // 1200 > 1000: alone
 }
 
-void planner_fuses_host_reducescatters(void**) {
+void planner_fuses_small_reducescatters(void**) {
   FusionConfig config;
   config.threshold = 1000;
   config.inplace_min_bytes = 400;
   std::vector<Response> rs = {allreduce_response("a", 10), allreduce_response("b", 10),
                               allreduce_response("c", 200), allreduce_response("d", 10)};
   for (Response& r : rs) r.spec.op = OpType::Reducescatter;
-  rs[3].spec.device = 0;  // device memory: one at a time
+  rs[3].spec.device = 0;  // device memory: fused with device tensors only
   std::vector<Batch> batches = plan_batches(rs, config);
   assert_int_equal(batches.size(), 3);
   assert_true(batches[0].fused);
   assert_int_equal(batches[0].items.size(), 2);  // a, b
   assert_false(batches[1].fused);                // c: 800 B, in place
-  assert_false(batches[2].fused);                // d: device
+  assert_true(batches[2].fused);                 // d: device, its own buffer
+  assert_int_equal(batches[2].items[0], 3);
 }
 
 void scaling_copies(void**) {
@@ -323,7 +324,7 @@ int main() {
       cmocka_unit_test(planner_fuses_small_same_kind_tensors),
       cmocka_unit_test(planner_keeps_scaling_and_sets_apart),
       cmocka_unit_test(planner_fuses_a_group_as_one_unit),
-      cmocka_unit_test(planner_fuses_host_reducescatters),
+      cmocka_unit_test(planner_fuses_small_reducescatters),
       cmocka_unit_test(scaling_copies),
   };
   return cmocka_run_group_tests_name("negotiation", tests, nullptr, nullptr);

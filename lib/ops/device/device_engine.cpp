@@ -166,4 +166,62 @@ Error DeviceEngine::allreduce(const std::vector<DeviceTensor>& tensors, hvd_dtyp
   return copier_->copy(out, dtype, postscale, divisor);
 }
 
+Error DeviceEngine::reducescatter(const std::vector<DeviceScatterTensor>& tensors, hvd_dtype_t dtype,
+                                  hvd_reduce_op_t op, double prescale, double postscale,
+                                  const ProcessSet& set) {
+  if (tensors.empty()) return Error::success();
+  const hvd_reduce_op_t transport = op == HVD_OP_AVERAGE ? HVD_OP_SUM : op;
+  const int divisor = op == HVD_OP_AVERAGE ? set.size() : 1;
+  const bool scale_out = divisor > 1 || postscale != 1.0;
+  const int size = set.size();
+  const int me = set.my_set_rank;
+  const size_t esize = dtype_size(dtype);
+  Backend& backend = backend_for(dtype, true);
+
+  const DeviceScatterTensor& first = tensors[0];
+  if (tensors.size() == 1 && prescale == 1.0 && first.send != first.recv) {
+    Error err = backend.reducescatter(first.send, first.recv, first.counts, dtype, transport, set);
+    if (!err.ok() || !scale_out) return err;
+    const int64_t mine = first.counts[static_cast<size_t>(me)];
+    return copier_->copy({{first.recv, first.recv, mine}}, dtype, postscale, divisor);
+  }
+
+  // The buffer: every rank's block (each holding that rank's rows of every tensor,
+  // tensor after tensor), then room for this rank's reduced block.
+  std::vector<int64_t> block(static_cast<size_t>(size), 0);
+  for (const DeviceScatterTensor& t : tensors)
+    for (int q = 0; q < size; ++q) block[static_cast<size_t>(q)] += t.counts[static_cast<size_t>(q)];
+  int64_t total = 0;
+  for (int64_t b : block) total += b;
+  Error err = fusion_->reserve(static_cast<size_t>(total + block[static_cast<size_t>(me)]) * esize);
+  if (!err.ok()) return err;
+  char* buffer = static_cast<char*>(fusion_->data());
+  char* mine = buffer + total * static_cast<int64_t>(esize);
+
+  std::vector<CopyItem> in, out;
+  std::vector<int64_t> read(tensors.size(), 0);  // elements of tensor k placed so far
+  int64_t offset = 0;
+  for (int q = 0; q < size; ++q) {
+    for (size_t k = 0; k < tensors.size(); ++k) {
+      const int64_t n = tensors[k].counts[static_cast<size_t>(q)];
+      if (n > 0)
+        in.push_back({static_cast<const char*>(tensors[k].send) + read[k] * static_cast<int64_t>(esize),
+                      buffer + offset * static_cast<int64_t>(esize), n});
+      read[k] += n;
+      offset += n;
+    }
+  }
+  offset = 0;
+  for (const DeviceScatterTensor& t : tensors) {
+    const int64_t n = t.counts[static_cast<size_t>(me)];
+    if (n > 0) out.push_back({mine + offset * static_cast<int64_t>(esize), t.recv, n});
+    offset += n;
+  }
+  err = copier_->copy(in, dtype, prescale, 1);
+  if (!err.ok()) return err;
+  err = backend.reducescatter(buffer, mine, block, dtype, transport, set);
+  if (!err.ok()) return err;
+  return copier_->copy(out, dtype, postscale, divisor);
+}
+
 }  // namespace hvd

@@ -31,6 +31,14 @@ struct DeviceTensor {
   int64_t count;
 };
 
+// One tensor of a device reducescatter: counts[q] elements of send (consecutive, in
+// rank order) are reduced into set rank q's recv.
+struct DeviceScatterTensor {
+  const void* send;
+  void* recv;  // may equal send
+  std::vector<int64_t> counts;
+};
+
 class DeviceEngine {
  public:
   // Makes device current and builds the backends. host is the MPI backend used for
@@ -67,6 +75,13 @@ class DeviceEngine {
   Error allreduce(const std::vector<DeviceTensor>& tensors, hvd_dtype_t dtype,
                   hvd_reduce_op_t op, double prescale, double postscale, const ProcessSet& set,
                   HierarchicalAllreduce* hier = nullptr);
+
+  // Reducescatter of one tensor, or of several fused through the fusion buffer (one
+  // copy kernel launch each way, ranks' blocks interleaved as the host path does);
+  // scaling and AVERAGE as for allreduce. In place (send == recv) goes through the
+  // fusion buffer too: NCCL's in-place layout is not the caller's. Queued only.
+  Error reducescatter(const std::vector<DeviceScatterTensor>& tensors, hvd_dtype_t dtype,
+                      hvd_reduce_op_t op, double prescale, double postscale, const ProcessSet& set);
 
   // The device version of a host hierarchical allgather (made on first use), for
   // the global set: check fits(), then allgatherv().
