@@ -186,3 +186,30 @@ def test_group_shape_mismatch_fails_on_every_rank():
     out = hvd.grouped_reducescatter([np.ones((hvd.size(), 2), np.float32)], op=hvd.Sum,
                                     name="e.mismatch.after")
     np.testing.assert_array_equal(out[0], np.full((1, 2), hvd.size(), np.float32))
+
+
+def test_grouped_ops_on_a_process_set():
+    if hvd.size() < 2:
+        pytest.skip("needs 2 ranks")
+    # A set equal to an existing one (the global set) is refused, so 2 ranks use one.
+    members = [0, hvd.size() - 1] if hvd.size() > 2 else [1]
+    with unsupported_skips():
+        ps = hvd.add_process_set(members)
+    try:
+        if hvd.rank() not in members:
+            return
+        me, n = members.index(hvd.rank()), len(members)
+        outs = hvd.grouped_allgather([np.full((me + 1, 2), me, np.int32),
+                                      np.arange(me, dtype=np.int32)],
+                                     name="ps.ga", process_set=ps)
+        np.testing.assert_array_equal(outs[0][:, 0], [r for r in range(n) for _ in range(r + 1)])
+        np.testing.assert_array_equal(outs[1], [k for r in range(n) for k in range(r)])
+        shape = (2 * n + 1, 2)
+        outs = hvd.grouped_reducescatter([member(np.float64, hvd.rank(), shape),
+                                          np.ones((n,), np.float64)],
+                                         op=hvd.Sum, name="ps.rs", process_set=ps)
+        total = np.sum([member(np.float64, r, shape) for r in members], axis=0)
+        np.testing.assert_array_equal(outs[0], scatter_block(total, me, n))
+        np.testing.assert_array_equal(outs[1], np.full((1,), n, np.float64))
+    finally:
+        hvd.remove_process_set(ps)
