@@ -21,10 +21,11 @@ from .basics import (Adasum, Average, Max, Min, Product, ProcessSet, Sum, add_pr
                      stop_timeline, version, version_string)
 from .collectives import (allgather, allgather_async, allreduce, allreduce_, allreduce_async,
                           allreduce_async_, alltoall, alltoall_async, broadcast, broadcast_,
-                          broadcast_async, broadcast_async_, grouped_allreduce,
-                          grouped_allreduce_, grouped_allreduce_async,
-                          grouped_allreduce_async_, poll, reducescatter, reducescatter_async,
-                          synchronize)
+                          broadcast_async, broadcast_async_, grouped_allgather,
+                          grouped_allgather_async, grouped_allreduce, grouped_allreduce_,
+                          grouped_allreduce_async, grouped_allreduce_async_,
+                          grouped_reducescatter, grouped_reducescatter_async, poll,
+                          reducescatter, reducescatter_async, synchronize)
 from .dtypes import bfloat16
 from .errors import (CudaError, DuplicateNameError, HvdError, InternalError,
                      InvalidArgumentError, MismatchError, MpiError, NcclError, NoMemoryError,

@@ -54,6 +54,7 @@ class Counters(Structure):
 
 
 _p_i64 = POINTER(c_int64)
+_pp_i64 = POINTER(_p_i64)
 _p_int = POINTER(c_int)
 _p_i32 = POINTER(c_int32)
 _p_voidp = POINTER(c_void_p)
@@ -103,6 +104,16 @@ _SIGNATURES = {
                                      c_char_p, _p_opts]),
     "hvd_reducescatter_async": (status_t, [c_void_p, c_void_p, c_int, _p_i64, dtype_t,
                                            reduce_op_t, c_char_p, _p_opts, _p_handle]),
+    "hvd_grouped_allgather": (status_t, [c_int, _p_voidp, _p_int, _pp_i64, dtype_t, _p_voidp,
+                                         _p_i64, _p_i64, c_char_p, _p_opts]),
+    "hvd_grouped_allgather_async": (status_t, [c_int, _p_voidp, _p_int, _pp_i64, dtype_t,
+                                               _p_voidp, _p_i64, _p_i64, c_char_p, _p_opts,
+                                               _p_handle]),
+    "hvd_grouped_reducescatter": (status_t, [c_int, _p_voidp, _p_voidp, _p_int, _pp_i64,
+                                             dtype_t, reduce_op_t, c_char_p, _p_opts]),
+    "hvd_grouped_reducescatter_async": (status_t, [c_int, _p_voidp, _p_voidp, _p_int, _pp_i64,
+                                                   dtype_t, reduce_op_t, c_char_p, _p_opts,
+                                                   _p_handle]),
     "hvd_reducescatter_rows": (c_int64, [c_int64, c_int, c_int]),
     "hvd_free": (None, [c_void_p]),
     # handles
@@ -162,3 +173,12 @@ def new_options(prescale=1.0, postscale=1.0, device=HVD_DEVICE_CPU,
 def shape_array(shape):
     """A C int64 array holding a tensor shape."""
     return (c_int64 * len(shape))(*[int(d) for d in shape])
+
+
+def shape_arrays(shapes):
+    """The `const int64_t* const* shapes` and `const int* ndims` arguments of a grouped
+    call, and the per-tensor arrays they point into (keep those alive with them)."""
+    arrays = [shape_array(s) for s in shapes]
+    pointers = (_p_i64 * len(arrays))(*[ctypes.cast(a, _p_i64) for a in arrays])
+    ndims = (c_int * len(arrays))(*[len(s) for s in shapes])
+    return pointers, ndims, arrays

@@ -98,14 +98,17 @@ def _allocate_trampoline(nbytes, device, user_data):
 
 
 class OutputSlot:
-    """Holds the object a factory allocated for one operation's output.
+    """Holds the objects a factory allocated for one operation's outputs.
 
     factory(nbytes, device) returns (owner, address): the owner keeps the memory alive
-    and becomes `value`."""
+    and becomes `value`. A grouped operation allocates one output per member, in no
+    set order (members are fused), so owners are also kept by address: owner_at()
+    finds a member's owner from the pointer libhvd wrote for it."""
 
     def __init__(self, factory):
         self._factory = factory
         self.value = None
+        self._by_address = {}
         with _factory_lock:
             self.key = next(_factory_keys)
             _factories[self.key] = self
@@ -113,7 +116,11 @@ class OutputSlot:
     def allocate(self, nbytes, device):
         owner, address = self._factory(int(nbytes), int(device))
         self.value = owner
+        self._by_address[address] = owner
         return address
+
+    def owner_at(self, address):
+        return self._by_address.get(address)
 
     def attach(self, options):
         options.allocator = _allocate_trampoline
@@ -212,3 +219,48 @@ def reducescatter(send, recv, shape, dtype, op, name, options, keepalive, finish
                                       encode_name(name), ctypes.byref(options), ctypes.byref(h)),
           "hvd_reducescatter")
     return Handle(h.value, "hvd_reducescatter", (keepalive, options, shape_arr), finish)
+
+
+def grouped_allgather(sends, shapes, dtype, name, options, factory, set_size, keepalive,
+                      finish):
+    """finish(owners, recv_dim0s, rows_per_rank) makes the result; each is a list with
+    one entry per member (rows_per_rank: a list of set_size row counts per member)."""
+    n = len(sends)
+    send_arr = (ctypes.c_void_p * n)(*sends)
+    shape_ptrs, ndims, shape_arrs = _capi.shape_arrays(shapes)
+    recv_arr = (ctypes.c_void_p * n)()
+    dim0s = (ctypes.c_int64 * n)()
+    per_rank = (ctypes.c_int64 * max(n * set_size, 1))()
+    slot = OutputSlot(factory)
+    slot.attach(options)
+    h = _handle_out()
+    try:
+        check(lib.hvd_grouped_allgather_async(n, send_arr, ndims, shape_ptrs, dtype, recv_arr,
+                                              dim0s, per_rank, encode_name(name),
+                                              ctypes.byref(options), ctypes.byref(h)),
+              "hvd_grouped_allgather")
+    except BaseException:
+        slot.release()
+        raise
+
+    def result():
+        owners = [slot.owner_at(recv_arr[i]) for i in range(n)]
+        rows = [list(per_rank[i * set_size:(i + 1) * set_size]) for i in range(n)]
+        return finish(owners, list(dim0s), rows)
+    return Handle(h.value, "hvd_grouped_allgather",
+                  (keepalive, options, send_arr, shape_ptrs, ndims, shape_arrs, recv_arr,
+                   dim0s, per_rank), result, cleanup=slot.release)
+
+
+def grouped_reducescatter(sends, recvs, shapes, dtype, op, name, options, keepalive, finish):
+    n = len(sends)
+    send_arr = (ctypes.c_void_p * n)(*sends)
+    recv_arr = (ctypes.c_void_p * n)(*recvs)
+    shape_ptrs, ndims, shape_arrs = _capi.shape_arrays(shapes)
+    h = _handle_out()
+    check(lib.hvd_grouped_reducescatter_async(n, send_arr, recv_arr, ndims, shape_ptrs, dtype,
+                                              op, encode_name(name), ctypes.byref(options),
+                                              ctypes.byref(h)), "hvd_grouped_reducescatter")
+    return Handle(h.value, "hvd_grouped_reducescatter",
+                  (keepalive, options, send_arr, recv_arr, shape_ptrs, ndims, shape_arrs),
+                  finish)

@@ -22,8 +22,9 @@ __all__ = [
     "grouped_allreduce", "grouped_allreduce_", "grouped_allreduce_async",
     "grouped_allreduce_async_",
     "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
-    "allgather", "allgather_async", "alltoall", "alltoall_async",
-    "reducescatter", "reducescatter_async", "poll", "synchronize",
+    "allgather", "allgather_async", "grouped_allgather", "grouped_allgather_async",
+    "alltoall", "alltoall_async", "reducescatter", "reducescatter_async",
+    "grouped_reducescatter", "grouped_reducescatter_async", "poll", "synchronize",
 ]
 
 
@@ -114,6 +115,13 @@ def allreduce_(array, op=Average, name=None, prescale_factor=1.0, postscale_fact
 
 
 # --- grouped allreduce --------------------------------------------------------------
+
+def _group_list(arrays, function):
+    """The members of a group as a list; a lone array is a mistake, not a group of rows."""
+    if isinstance(arrays, np.ndarray) or not hasattr(arrays, "__iter__"):
+        raise TypeError(f"{function}: expected a list of arrays, got {type(arrays).__name__}")
+    return list(arrays)
+
 
 def _group_dtype(arrays, dtype, function):
     if not arrays:
@@ -206,6 +214,29 @@ def allgather(array, name=None, process_set=None, dtype=None):
     return allgather_async(array, name, process_set, dtype).wait()
 
 
+def grouped_allgather_async(arrays, name=None, process_set=None, dtype=None):
+    """Starts allgathers of a list of arrays of one dtype as one unit; the Handle's
+    result is the list of gathered arrays. Member i is named "<name>.<i>"."""
+    srcs = [_input(a) for a in _group_list(arrays, "grouped_allgather")]
+    srcs = [s.reshape(1) if s.ndim == 0 else s for s in srcs]
+    code = _group_dtype(srcs, dtype, "grouped_allgather")
+    opts = _options(process_set)
+    layouts = [(s.dtype, s.shape[1:]) for s in srcs]
+
+    def result(owners, dim0s, _):
+        return [_rows_view(owner, np_dtype, dim0, row_shape)
+                for owner, dim0, (np_dtype, row_shape) in zip(owners, dim0s, layouts)]
+    return _raw.grouped_allgather([s.ctypes.data for s in srcs], [s.shape for s in srcs], code,
+                                  name, opts, _host_factory, _set_size(process_set), srcs,
+                                  result)
+
+
+def grouped_allgather(arrays, name=None, process_set=None, dtype=None):
+    """Allgathers each array of the list (first dimensions may differ per rank and per
+    array) as one unit; returns the list of concatenations."""
+    return grouped_allgather_async(arrays, name, process_set, dtype).wait()
+
+
 # --- alltoall -----------------------------------------------------------------------
 
 def alltoall_async(array, splits=None, name=None, process_set=None, dtype=None):
@@ -232,17 +263,27 @@ def alltoall(array, splits=None, name=None, process_set=None, dtype=None):
 
 # --- reducescatter ------------------------------------------------------------------
 
-def reducescatter_async(array, op=Average, name=None, process_set=None, prescale_factor=1.0,
-                        postscale_factor=1.0, dtype=None):
-    src = _input(array)
-    if src.ndim == 0:
-        raise ValueError("reducescatter: the array needs at least one dimension")
-    code = dtypes.from_numpy(src.dtype, dtype)
+def _scatter_input(array, function):
+    # Checked before _input: np.ascontiguousarray turns a scalar into one row.
+    if np.ndim(array) == 0:
+        raise ValueError(f"{function}: the array needs at least one dimension")
+    return _input(array)
+
+
+def _scatter_output(src, process_set):
+    """This rank's block of a reducescatter of src (empty outside the process set)."""
     set_id = process_set_id(process_set)
     set_rank = lib.hvd_process_set_rank(set_id)
     set_size = lib.hvd_process_set_size(set_id)
     rows = lib.hvd_reducescatter_rows(src.shape[0], set_rank, set_size) if set_rank >= 0 else 0
-    out = np.empty((max(rows, 0),) + src.shape[1:], dtype=src.dtype)
+    return np.empty((max(rows, 0),) + src.shape[1:], dtype=src.dtype)
+
+
+def reducescatter_async(array, op=Average, name=None, process_set=None, prescale_factor=1.0,
+                        postscale_factor=1.0, dtype=None):
+    src = _scatter_input(array, "reducescatter")
+    code = dtypes.from_numpy(src.dtype, dtype)
+    out = _scatter_output(src, process_set)
     opts = _options(process_set, prescale_factor, postscale_factor)
     return _raw.reducescatter(src.ctypes.data, out.ctypes.data, src.shape, code, int(op), name,
                               opts, (src, out), lambda: out)
@@ -253,6 +294,28 @@ def reducescatter(array, op=Average, name=None, process_set=None, prescale_facto
     """Reduces across ranks (Sum or Average) and returns this rank's block of rows."""
     return reducescatter_async(array, op, name, process_set, prescale_factor,
                                postscale_factor, dtype).wait()
+
+
+def grouped_reducescatter_async(arrays, op=Average, name=None, process_set=None,
+                                prescale_factor=1.0, postscale_factor=1.0, dtype=None):
+    """Starts reducescatters of a list of arrays of one dtype as one unit; the Handle's
+    result is the list of this rank's blocks. Member i is named "<name>.<i>"."""
+    srcs = [_scatter_input(a, "grouped_reducescatter")
+            for a in _group_list(arrays, "grouped_reducescatter")]
+    code = _group_dtype(srcs, dtype, "grouped_reducescatter")
+    outs = [_scatter_output(s, process_set) for s in srcs]
+    opts = _options(process_set, prescale_factor, postscale_factor)
+    return _raw.grouped_reducescatter([s.ctypes.data for s in srcs],
+                                      [o.ctypes.data for o in outs], [s.shape for s in srcs],
+                                      code, int(op), name, opts, (srcs, outs), lambda: outs)
+
+
+def grouped_reducescatter(arrays, op=Average, name=None, process_set=None, prescale_factor=1.0,
+                          postscale_factor=1.0, dtype=None):
+    """Reducescatters each array of the list (Sum or Average) as one unit; returns this
+    rank's block of rows of each."""
+    return grouped_reducescatter_async(arrays, op, name, process_set, prescale_factor,
+                                       postscale_factor, dtype).wait()
 
 
 # --- handles ------------------------------------------------------------------------

@@ -144,6 +144,13 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
 
 # --- grouped allreduce --------------------------------------------------------------
 
+def _group_list(tensors, function):
+    """The members of a group as a list; a lone tensor is a mistake, not a group of rows."""
+    if isinstance(tensors, torch.Tensor) or not hasattr(tensors, "__iter__"):
+        raise TypeError(f"{function}: expected a list of tensors, got {type(tensors).__name__}")
+    return list(tensors)
+
+
 def _group_code(tensors, function):
     if not tensors:
         raise ValueError(f"{function}: the group is empty")
@@ -151,7 +158,13 @@ def _group_code(tensors, function):
         _check_tensor(t, function)
     codes = {_dtype_code(t) for t in tensors}
     if len(codes) != 1:
-        raise TypeError(f"{function}: all tensors of a group must have one dtype")
+        raise TypeError(f"{function}: all tensors of a group must have one dtype, got "
+                        + ", ".join(sorted({str(t.dtype) for t in tensors})))
+    # One hvd_op_options_t (one device and stream) describes every member.
+    devices = {t.device for t in tensors}
+    if len(devices) != 1:
+        raise ValueError(f"{function}: all tensors of a group must be on one device, got "
+                         + ", ".join(sorted(str(d) for d in devices)))
     return codes.pop()
 
 
@@ -244,6 +257,29 @@ def allgather(tensor, name=None, process_set=None):
     return allgather_async(tensor, name, process_set).wait()
 
 
+def grouped_allgather_async(tensors, name=None, process_set=None):
+    """synchronize(handle) returns the list of gathered tensors."""
+    tensors = _group_list(tensors, "grouped_allgather_async")
+    code = _group_code(tensors, "grouped_allgather_async")
+    srcs = [t.detach().contiguous() for t in tensors]
+    srcs = [s.reshape(1) if s.dim() == 0 else s for s in srcs]
+    opts = _options(srcs[0], process_set)
+    layouts = [(s.dtype, s.device, s.shape[1:]) for s in srcs]
+
+    def result(owners, dim0s, _):
+        return [_rows(owner, dtype, device, dim0, row_shape)
+                for owner, dim0, (dtype, device, row_shape) in zip(owners, dim0s, layouts)]
+    return _raw.grouped_allgather([s.data_ptr() for s in srcs], [list(s.shape) for s in srcs],
+                                  code, name, opts, _output_factory, _set_size(process_set),
+                                  srcs, result)
+
+
+def grouped_allgather(tensors, name=None, process_set=None):
+    """Allgathers a list of tensors of one dtype as one unit; returns the list of
+    concatenations (first dimensions may differ per rank and per tensor)."""
+    return grouped_allgather_async(tensors, name, process_set).wait()
+
+
 # --- alltoall -----------------------------------------------------------------------
 
 def alltoall_async(tensor, splits=None, name=None, process_set=None):
@@ -272,17 +308,27 @@ def alltoall(tensor, splits=None, name=None, process_set=None):
 
 # --- reducescatter ------------------------------------------------------------------
 
-def reducescatter_async(tensor, name=None, op=Average, process_set=None, prescale_factor=1.0,
-                        postscale_factor=1.0):
-    _check_tensor(tensor, "reducescatter_async")
+def _scatter_input(tensor, function):
+    _check_tensor(tensor, function)
     src = tensor.detach().contiguous()
     if src.dim() == 0:
-        raise ValueError("reducescatter: the tensor needs at least one dimension")
+        raise ValueError(f"{function}: the tensor needs at least one dimension")
+    return src
+
+
+def _scatter_output(src, process_set):
+    """This rank's block of a reducescatter of src (empty outside the process set)."""
     set_id = process_set_id(process_set)
     set_rank, set_size = lib.hvd_process_set_rank(set_id), lib.hvd_process_set_size(set_id)
     rows = lib.hvd_reducescatter_rows(src.shape[0], set_rank, set_size) if set_rank >= 0 else 0
-    out = torch.empty((max(rows, 0),) + tuple(src.shape[1:]), dtype=src.dtype,
-                      device=src.device)
+    return torch.empty((max(rows, 0),) + tuple(src.shape[1:]), dtype=src.dtype,
+                       device=src.device)
+
+
+def reducescatter_async(tensor, name=None, op=Average, process_set=None, prescale_factor=1.0,
+                        postscale_factor=1.0):
+    src = _scatter_input(tensor, "reducescatter_async")
+    out = _scatter_output(src, process_set)
     opts = _options(src, process_set, prescale_factor, postscale_factor)
     return _raw.reducescatter(src.data_ptr(), out.data_ptr(), list(src.shape), _dtype_code(src),
                               int(op), name, opts, (src, out), lambda: out)
@@ -295,6 +341,30 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
     out = reducescatter_async(compressed, name, op, process_set, prescale_factor,
                               postscale_factor).wait()
     return compression.decompress(out, ctx)
+
+
+def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=None,
+                                prescale_factor=1.0, postscale_factor=1.0):
+    """synchronize(handle) returns the list of this rank's blocks."""
+    tensors = _group_list(tensors, "grouped_reducescatter_async")
+    code = _group_code(tensors, "grouped_reducescatter_async")
+    srcs = [_scatter_input(t, "grouped_reducescatter_async") for t in tensors]
+    outs = [_scatter_output(s, process_set) for s in srcs]
+    opts = _options(srcs[0], process_set, prescale_factor, postscale_factor)
+    return _raw.grouped_reducescatter([s.data_ptr() for s in srcs], [o.data_ptr() for o in outs],
+                                      [list(s.shape) for s in srcs], code, int(op), name, opts,
+                                      (srcs, outs), lambda: outs)
+
+
+def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,
+                          process_set=None, prescale_factor=1.0, postscale_factor=1.0):
+    """Reducescatters a list of tensors of one dtype as one unit (Sum or Average);
+    returns this rank's block of rows of each."""
+    tensors = _group_list(tensors, "grouped_reducescatter")
+    pairs = [compression.compress(t) for t in tensors]
+    outs = grouped_reducescatter_async([p[0] for p in pairs], name, op, process_set,
+                                       prescale_factor, postscale_factor).wait()
+    return [compression.decompress(o, p[1]) for o, p in zip(outs, pairs)]
 
 
 # --- handles and synchronization ----------------------------------------------------
