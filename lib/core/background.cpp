@@ -74,6 +74,11 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
     if (rt_.params.autotune_start_cycle_time_ms > 0 && !param_is_set("HOROVOD_CYCLE_TIME"))
       cycle_time_ms_ = rt_.params.autotune_start_cycle_time_ms;
   }
+  applied_.fusion_threshold = fusion_.threshold;
+  applied_.cycle_time_ms = cycle_time_ms_;
+  applied_.hierarchical_allreduce = rt_.params.hierarchical_allreduce;
+  applied_.hierarchical_allgather = rt_.params.hierarchical_allgather;
+  applied_.cache_enabled = controller_.cache_enabled();
   start_tuner();
   bits_.resize(controller_.bit_words());
   bits_result_.resize(controller_.bit_words());
@@ -135,17 +140,16 @@ void BackgroundLoop::start_tuner() {
   tc.initial.cycle_time_ms = cycle_time_ms_;
   tc.initial.hierarchical_allreduce = p.hierarchical_allreduce;
   tc.initial.hierarchical_allgather = p.hierarchical_allgather;
-  tc.initial.cache_enabled = p.cache_capacity > 0;
+  tc.initial.cache_enabled = controller_.cache_enabled();
   // Knobs the user set are held; so are those with nothing to choose here: one node
-  // (no hierarchy), and the response cache, which is part of the bit agreement and
-  // stays as configured.
+  // (no hierarchy). A cache capacity the user set holds the cache on (or off, at 0).
   tc.fixed_fusion_threshold = param_is_set("HOROVOD_FUSION_THRESHOLD");
   tc.fixed_cycle_time = param_is_set("HOROVOD_CYCLE_TIME");
   tc.fixed_hierarchical_allreduce =
       param_is_set("HOROVOD_HIERARCHICAL_ALLREDUCE") || !hier_.useful();
   tc.fixed_hierarchical_allgather =
       param_is_set("HOROVOD_HIERARCHICAL_ALLGATHER") || !hier_ag_.useful();
-  tc.fixed_cache = true;
+  tc.fixed_cache = param_is_set("HOROVOD_CACHE_CAPACITY") || p.cache_capacity == 0;
   std::string why;
   tuner_ = ParameterManager::create(tc, &why);
   if (!tuner_) HVD_LOG(Warning, "autotune is off: %s", why.c_str());
@@ -179,11 +183,39 @@ void BackgroundLoop::apply_tuning(const std::string& blob) {
     HVD_LOG(Warning, "ignored tuned parameters that this version cannot decode");
     return;
   }
+  applied_ = tp;
   fusion_.threshold = tp.fusion_threshold;
   cycle_time_ms_ = tp.cycle_time_ms;
   executor_.use_hierarchical(tp.hierarchical_allreduce);
   executor_.use_hierarchical_allgather(tp.hierarchical_allgather);
+  // The cache changes the bit vector's length: it switches after this round's
+  // responses have run (switch_cache), on every rank alike.
+  if (tp.cache_enabled != controller_.cache_enabled()) cache_switch_ = tp.cache_enabled ? 1 : 0;
   HVD_LOG(Debug, "autotune: now %s", describe(tp).c_str());
+}
+
+void BackgroundLoop::switch_cache() {
+  if (cache_switch_ < 0) return;
+  controller_.set_cache_enabled(cache_switch_ == 1);
+  cache_switch_ = -1;
+  bits_.resize(controller_.bit_words());
+  bits_result_.resize(controller_.bit_words());
+}
+
+void BackgroundLoop::toggle_cache_for_tests() {
+  // HVD_CACHE_TOGGLE_ROUNDS: the coordinator flips the cache through the same entry
+  // and the same switch-over as the autotuner's decisions, so tests can exercise them
+  // often while tensors are in flight.
+  const int64_t every = rt_.params.cache_toggle_rounds;
+  if (rt_.rank != 0 || tuner_ || every <= 0 || rt_.params.cache_capacity == 0) return;
+  if ((round_ + 1) % every != 0) return;
+  toggled_cache_on_ = !toggled_cache_on_;
+  TunedParams tp = applied_;
+  tp.tuning = false;
+  tp.cache_enabled = toggled_cache_on_;
+  uint8_t blob[kTunedParamsWireSize];
+  encode_tuned_params(tp, blob);
+  controller_.send_tuning(std::string(reinterpret_cast<char*>(blob), sizeof blob));
 }
 
 Error BackgroundLoop::administer(const Response& response, Request* local) {
@@ -397,6 +429,9 @@ Error BackgroundLoop::run_round(bool* shutdown) {
                         static_cast<int64_t>(rt_.counters.cross_bytes.load()),
                         static_cast<int64_t>(rt_.counters.global_bytes.load()));
   }
+
+  switch_cache();
+  toggle_cache_for_tests();
 
   *shutdown = flags.shutdown;
   bool progress = !ready.empty() || flags.any_announcements;

@@ -60,6 +60,9 @@ class BackgroundLoop {
   void start_tuner();
   void observe_for_tuning(std::span<const Response> ready, const std::vector<Batch>& batches);
   void apply_tuning(const std::string& blob);
+  // Turns the response cache on or off as tuned, once the round's responses have run.
+  void switch_cache();
+  void toggle_cache_for_tests();
   void fail_everything(const Error& error);
 
   Runtime& rt_;
@@ -74,6 +77,9 @@ class BackgroundLoop {
   int64_t step_bytes_ = 0;
   double step_start_ = 0;
   double cycle_time_ms_ = 1.0;
+  TunedParams applied_;           // the values in use (tuned, or as configured)
+  int cache_switch_ = -1;         // 0 or 1: the cache goes off or on after this round
+  bool toggled_cache_on_ = true;  // HVD_CACHE_TOGGLE_ROUNDS: the state last sent
   FusionConfig fusion_;
   Mode mode_ = Mode::Idle;
   int64_t round_ = 0;

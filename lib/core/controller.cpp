@@ -19,6 +19,8 @@ Controller::Controller(int world_rank, int world_size, size_t cache_capacity,
                        ProcessSetTable* sets)
     : world_rank_(world_rank),
       world_size_(world_size),
+      cache_capacity_(cache_capacity),
+      cache_enabled_(cache_capacity > 0),
       words_((cache_capacity + 63) / 64),
       sets_(sets),
       cache_(cache_capacity),
@@ -140,6 +142,31 @@ void Controller::forget_slot(int slot) {
     unannounced_.push_back(key);
   }
   cache_.erase(slot);
+}
+
+size_t Controller::set_cache_enabled(bool enabled) {
+  enabled = enabled && cache_capacity_ > 0;
+  if (enabled == cache_enabled_) return 0;
+  size_t sent_back = 0;
+  // Slot order, not the pending map's, so the announcements come in a stable order.
+  for (size_t slot = 0; slot < cache_.capacity(); ++slot) {
+    const int s = static_cast<int>(slot);
+    if (!cache_.occupied(s)) continue;
+    auto it = pending_.find(cache_.at(s).key);
+    if (it != pending_.end() && it->second.cache_slot == s) {
+      it->second.cache_slot = -1;
+      it->second.announced = false;
+      unannounced_.push_back(it->first);
+      ++sent_back;
+    }
+  }
+  invalid_slots_.clear();
+  cache_enabled_ = enabled;
+  cache_ = ResponseCache(enabled ? cache_capacity_ : 0);
+  words_ = (cache_.capacity() + 63) / 64;
+  HVD_LOG(Debug, "response cache %s (%zu waiting requests announced again)",
+          enabled ? "on" : "off", sent_back);
+  return sent_back;
 }
 
 void Controller::encode_message(std::vector<uint8_t>* out) {

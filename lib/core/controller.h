@@ -4,6 +4,8 @@
 // of ready Responses in the same order, without a coordinator broadcasting them.
 //
 // Bit vector layout (uint64 words, reduced with MPI_BAND):
+// W is the cache capacity in words; 0 while the cache is off, when the vector is the
+// flag word alone.
 //   [0, W)    slot s set: this rank is ready to run cached response s (or is not in
 //             its process set)
 //   [W, 2W)   slot s clear: this rank found its spec differs from cached slot s
@@ -83,6 +85,14 @@ class Controller {
 
   ResponseCache& cache() { return cache_; }
 
+  // Turns the response cache on (empty, at the configured capacity) or off (dropped).
+  // The bit vector's length follows, so every rank must call this with the same value
+  // between the same two rounds, after the earlier round's ready responses have run:
+  // the runtime does it when tuned parameters arrive. Requests that were waiting on a
+  // dropped slot go back to announcements, so none is lost. Returns how many did.
+  size_t set_cache_enabled(bool enabled);
+  bool cache_enabled() const { return cache_enabled_; }
+
   // Coordinator: sends new tuned parameters with this round's messages.
   void send_tuning(const std::string& blob);
   // Every rank: tuned parameters that arrived in this round (from rank 0), if any.
@@ -126,6 +136,8 @@ class Controller {
 
   int world_rank_;
   int world_size_;
+  size_t cache_capacity_;  // as configured; the cache holds it while enabled
+  bool cache_enabled_;
   size_t words_;
   ProcessSetTable* sets_;
   ResponseCache cache_;

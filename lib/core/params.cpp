@@ -69,7 +69,7 @@ const std::vector<ParamDef>& defs() {
                "Milliseconds between negotiation rounds while ranks wait for each other; "
                "new work starts a round at once"),
       P_INT("HOROVOD_CACHE_CAPACITY", cache_capacity, 1024, 0, 1 << 20,
-            "Entries of the response cache; 0 disables it"),
+            "Entries of the response cache; 0 disables it. Set, it also holds the cache on (or off) under autotune"),
       P_BOOL("HOROVOD_HIERARCHICAL_ALLREDUCE", hierarchical_allreduce, 0,
              "Reduce within each node, across nodes, then gather within the node"),
       P_BOOL("HOROVOD_HIERARCHICAL_ALLGATHER", hierarchical_allgather, 0,
@@ -82,7 +82,7 @@ const std::vector<ParamDef>& defs() {
       P_BOOL("HOROVOD_TIMELINE_MARK_CYCLES", timeline_mark_cycles, 0,
              "Mark each negotiation round in the timeline"),
       P_BOOL("HOROVOD_AUTOTUNE", autotune, 0,
-             "Tune fusion threshold, cycle time and algorithms online"),
+             "Tune fusion threshold, cycle time, algorithms and the response cache online"),
       P_STRING("HOROVOD_AUTOTUNE_LOG", autotune_log, "CSV file of the autotuner's samples"),
       P_INT("HOROVOD_AUTOTUNE_WARMUP_SAMPLES", autotune_warmup_samples, 3, 0, 1 << 20,
             "Autotune samples discarded at the start"),
@@ -151,6 +151,10 @@ const std::vector<ParamDef>& defs() {
             "Longest sleep between polls while an operation is in flight"),
       P_INT("HVD_IDLE_POLL_MS", idle_poll_ms, 5, 1, 60000,
             "Sleep between checks for peers' work while this rank is idle"),
+      P_INT("HVD_CACHE_TOGGLE_ROUNDS", cache_toggle_rounds, 0, 0, 1 << 30,
+            "For tests: the coordinator turns the response cache off and on every this "
+            "many negotiation rounds, the way autotune decisions do (0: never; ignored "
+            "with HOROVOD_AUTOTUNE or a cache capacity of 0)"),
   };
   return table;
 }

@@ -50,6 +50,7 @@ struct Params {
   int64_t bg_spin_us = 0;
   int64_t poll_us = 200;
   int64_t idle_poll_ms = 5;
+  int64_t cache_toggle_rounds = 0;  // tests: flip the response cache every N rounds
 };
 
 enum class ParamType { Bool, Int, Double, Bytes, String, Choice };

@@ -3,8 +3,9 @@
 // by bytes per second, as the median over a few windows of steps (one slow step does
 // not sink a setting), discards the first (warm-up) samples, and chooses the next
 // setting by Bayesian optimisation: the fusion threshold and the cycle time on a log
-// scale, the algorithm switches as 0/1 coordinates. After the last sample it settles
-// on the best setting. Knobs the user set, or that this job cannot use, stay fixed.
+// scale, the algorithm switches and the response cache (on/off) as 0/1 coordinates.
+// After the last sample it settles on the best setting. Knobs the user set, or that
+// this job cannot use, stay fixed.
 //
 // Pure computation plus the CSV log: no MPI, no clock, no environment. The caller
 // sends params() to every rank whenever record_step() returns true, so that all ranks

@@ -1,7 +1,8 @@
-/* Autotuning on a real job: parameters change while the job runs (every rank at the
- * same round, or fused buffers would disagree and results go wrong or hang), results
- * stay right at every step, and rank 0 writes Horovod's CSV log. Run with
- * HOROVOD_AUTOTUNE=1, small sample sizes, and the log path as argv[1]. */
+/* Autotuning on a real job: parameters, the response cache included, change while the
+ * job runs (every rank at the same round, or fused buffers or the cache's bit vectors
+ * would disagree and results go wrong or hang), results stay right at every step, and
+ * rank 0 writes Horovod's CSV log. Run with HOROVOD_AUTOTUNE=1, small sample sizes,
+ * and the log path as argv[1]. */
 #define _POSIX_C_SOURCE 200809L
 #include "test_util.h"
 
@@ -47,16 +48,23 @@ static void rank0_wrote_the_log(void** state) {
   assert_non_null(fgets(line, sizeof line, f));
   assert_non_null(strstr(line, "hierarchical_allreduce,hierarchical_allgather,torus_allreduce,"
                                "cache_enabled,cycle_time_ms,tensor_fusion_threshold,score"));
-  int rows = 0;
+  int rows = 0, cache_rows[2] = {0, 0};
   char first[512] = "", other = 0;
   while (fgets(line, sizeof line, f)) {
     if (!rows) snprintf(first, sizeof first, "%s", line);
     else if (strcmp(line, first) != 0) other = 1;
     ++rows;
+    /* The fourth column, cache_enabled: the cache is tuned too (its capacity is not set). */
+    int h0, h1, torus, cache;
+    if (sscanf(line, "%d,%d,%d,%d,", &h0, &h1, &torus, &cache) != 4 || cache < 0 || cache > 1)
+      fail_msg("bad autotune log row: %s", line);
+    ++cache_rows[cache];
   }
   fclose(f);
   if (rows < 3) fail_msg("only %d samples in the autotune log", rows);
   assert_true(other); /* parameters did change */
+  if (!cache_rows[0] || !cache_rows[1])
+    fail_msg("the cache was not tuned: %d rows with it off, %d on", cache_rows[0], cache_rows[1]);
 }
 
 int main(int argc, char** argv) {

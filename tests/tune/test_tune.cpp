@@ -3,6 +3,7 @@
 // medians, writes Horovod's CSV, and the tuned values survive their wire form.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -238,6 +239,58 @@ void finds_the_right_switches(void**) {
   assert_true(p.cache_enabled);
   assert_false(p.hierarchical_allgather);
   assert_true(score(p) >= 0.9 * kSmoothPeakBest * 1.4 * 1.15);
+}
+
+// The single-node case: the threshold, the cycle time and the cache free. cache_gain is
+// the score with the cache off over the score with it on.
+void tunes_the_cache_beside_the_continuous_knobs(double cache_gain) {
+  TunerConfig c = poor_start();
+  c.fixed_cache = false;
+  c.log_path = g_dir + "/cache.csv";
+  auto score = [cache_gain](const TunedParams& p) {
+    return smooth_peak(p) * (p.cache_enabled ? 1.0 : cache_gain);
+  };
+  const double best = kSmoothPeakBest * std::max(1.0, cache_gain);
+  auto pm = ParameterManager::create(c, nullptr);
+  assert_non_null(pm.get());
+  assert_int_equal(pm->free_dims(), 3);
+  drive(*pm, score);
+  const TunedParams& p = pm->params();
+  std::printf("cache %s pays %.2f x: %.3g of the best; chosen %s\n",
+              cache_gain > 1 ? "off" : "on", cache_gain > 1 ? cache_gain : 1 / cache_gain,
+              score(p) / best, describe(p).c_str());
+  assert_true(p.cache_enabled == (cache_gain < 1));
+  assert_true(score(p) >= 0.9 * best);
+  // The start (cache on) is measured first; both states are measured several times.
+  assert_true(pm->samples()[0].params.cache_enabled);
+  int on = 0, off = 0;
+  for (const auto& sample : pm->samples()) (sample.params.cache_enabled ? on : off)++;
+  assert_true(on >= 2 && off >= 2);
+  // The log's cache_enabled column is each sample's cache state, the choice last.
+  std::vector<std::string> rows = read_lines(c.log_path);
+  assert_int_equal(rows.size(), pm->samples().size() + 2);
+  for (size_t i = 0; i < pm->samples().size(); ++i)
+    assert_true(split(rows[i + 1], ',')[3] == (pm->samples()[i].params.cache_enabled ? "1" : "0"));
+  assert_true(split(rows.back(), ',')[3] == (p.cache_enabled ? "1" : "0"));
+}
+
+void turns_the_cache_off_when_that_pays(void**) { tunes_the_cache_beside_the_continuous_knobs(1.25); }
+void keeps_the_cache_when_it_pays(void**) { tunes_the_cache_beside_the_continuous_knobs(0.8); }
+
+// HOROVOD_CACHE_CAPACITY=0 set by the user: the cache stays off in every sample.
+void holds_a_cache_that_is_off(void**) {
+  TunerConfig c = poor_start();
+  c.initial.cache_enabled = false;
+  c.fixed_cache = true;
+  c.log_path = g_dir + "/cache_off.csv";
+  auto score = [](const TunedParams& p) { return smooth_peak(p) * (p.cache_enabled ? 2.0 : 1.0); };
+  auto pm = ParameterManager::create(c, nullptr);
+  assert_int_equal(pm->free_dims(), 2);
+  drive(*pm, score);
+  for (const auto& sample : pm->samples()) assert_false(sample.params.cache_enabled);
+  assert_false(pm->params().cache_enabled);
+  std::vector<std::string> rows = read_lines(c.log_path);
+  for (size_t i = 1; i < rows.size(); ++i) assert_true(split(rows[i], ',')[3] == "0");
 }
 
 void holds_fixed_knobs(void**) {
@@ -503,6 +556,9 @@ int main() {
       cmocka_unit_test(finds_a_narrow_peak),
       cmocka_unit_test(finds_a_corner),
       cmocka_unit_test(finds_the_right_switches),
+      cmocka_unit_test(turns_the_cache_off_when_that_pays),
+      cmocka_unit_test(keeps_the_cache_when_it_pays),
+      cmocka_unit_test(holds_a_cache_that_is_off),
       cmocka_unit_test(holds_fixed_knobs),
       cmocka_unit_test(nothing_free_means_no_tuning),
       cmocka_unit_test(finite_space_is_enumerated),
