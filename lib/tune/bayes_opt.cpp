@@ -99,9 +99,13 @@ void BayesianOptimizer::refine(std::vector<double>* x, double* value, double bes
 
 int BayesianOptimizer::best_index() {
   if (y_.empty()) return -1;
+  std::vector<double> sorted = y_;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<long>(sorted.size() / 2), sorted.end());
+  const double median = sorted[sorted.size() / 2];
   int best = 0;
   double best_mean = -std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < x_.size(); ++i) {
+    if (y_[i] < median) continue;
     double mean, variance;
     gp_.predict(x_[i], &mean, &variance);
     if (mean > best_mean) {

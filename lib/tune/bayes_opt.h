@@ -40,8 +40,11 @@ class BayesianOptimizer {
   // The point of highest expected improvement (a random one before any sample).
   std::vector<double> next_point();
 
-  // The sampled point whose posterior mean is highest: with noisy scores, a point that
-  // is good and not merely lucky. -1 before any sample.
+  // Among the sampled points that scored at least the median of all samples
+  // themselves, the one whose posterior mean is highest: good and not merely lucky
+  // (the mean), and not a point the model only extrapolates to be good while its own
+  // measurements were poor (the median filter: under heavy noise the posterior can
+  // follow a trend out to a corner of the range). -1 before any sample.
   int best_index();
 
   const std::vector<std::vector<double>>& points() const { return x_; }
