@@ -52,12 +52,16 @@ run_one() {  # name sanitize-value
     # A build directory configured by an earlier version of this script.
     meson configure "$dir" -Dpython_tests=auto
   fi
-  ninja -C "$dir" -j"$jobs"
+  ninja -C "$dir" -j"$jobs" || return
   local built; built=$(date +%s)
+  # Called as "run_one ... || status=1", where set -e does not apply: the status of
+  # the tests is returned explicitly.
+  local result=0
   meson test -C "$dir" --setup sanitized --num-processes 1 --print-errorlogs \
-    "${select_args[@]}"
+    "${select_args[@]}" || result=$?
   end=$(date +%s)
-  echo "sanitize $name: build $((built - start)) s, tests $((end - built)) s, total $((end - start)) s"
+  echo "sanitize $name: build $((built - start)) s, tests $((end - built)) s, total $((end - start)) s, meson test status $result"
+  return $result
 }
 
 status=0

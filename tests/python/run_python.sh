@@ -4,7 +4,7 @@
 # is missing, so a machine without the Python stack reports skips, not failures.
 # Usage: run_python.sh MPIEXEC NP PYTHON MODULES ARGS...   (MODULES: comma-separated)
 #
-# In a sanitized build HVD_PYTHON_PRELOAD names the sanitizer runtime and the C++
+# In a sanitized build HVD_SANITIZER_PRELOAD names the sanitizer runtime and the C++
 # runtime (set by tests/sanitizers/meson.build): the interpreter is not instrumented,
 # so they are preloaded into it (and only into it, not into mpiexec).
 set -eu
@@ -20,12 +20,12 @@ for module in $(echo "$modules" | tr ',' ' '); do
     exit 77
   fi
 done
-if [ "${HVD_PYTHON_PRELOAD+set}" = set ]; then
-  if [ -z "$HVD_PYTHON_PRELOAD" ]; then
+if [ "${HVD_SANITIZER_PRELOAD+set}" = set ]; then
+  if [ -z "$HVD_SANITIZER_PRELOAD" ]; then
     echo "skipped: the compiler did not name its sanitizer and C++ runtimes, so they cannot be preloaded into $python"
     exit 77
   fi
-  exec "$mpiexec" -n "$np" env "LD_PRELOAD=$HVD_PYTHON_PRELOAD${LD_PRELOAD:+ $LD_PRELOAD}" \
+  exec "$mpiexec" -n "$np" env "LD_PRELOAD=$HVD_SANITIZER_PRELOAD${LD_PRELOAD:+ $LD_PRELOAD}" \
     "$python" "$@"
 fi
 exec "$mpiexec" -n "$np" "$python" "$@"
