@@ -6,4 +6,10 @@ set -eu
 cargo=$1 crate=$2 target=$3 libdir=$4 mpiexec=$5 np=$6
 HVD_LIB_DIR=$libdir "$cargo" build --quiet --offline --release --example allreduce \
   --manifest-path "$crate/Cargo.toml" --target-dir "$target"
+# A sanitized libhvd (tests/sanitizers/meson.build): the example is not instrumented,
+# so the sanitizer runtime is preloaded into it, and only into it.
+if [ -n "${HVD_SANITIZER_PRELOAD:-}" ]; then
+  exec "$mpiexec" -n "$np" env "LD_PRELOAD=$HVD_SANITIZER_PRELOAD${LD_PRELOAD:+ $LD_PRELOAD}" \
+    "$target/release/examples/allreduce"
+fi
 exec "$mpiexec" -n "$np" "$target/release/examples/allreduce"

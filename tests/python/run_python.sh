@@ -5,22 +5,13 @@
 # Usage: run_python.sh MPIEXEC NP PYTHON MODULES ARGS...   (MODULES: comma-separated)
 # NP is a rank count, or HOST:N,HOST:N,... for several "nodes" on this machine (Hydra's
 # fork launcher with made-up host names: local and cross communicators of that shape).
+#
+# In a sanitized build HVD_SANITIZER_PRELOAD names the sanitizer runtime and the C++
+# runtime (set by tests/sanitizers/meson.build): the interpreter is not instrumented,
+# so they are preloaded into it (and only into it, not into mpiexec).
 set -eu
 mpiexec=$1 np=$2 python=$3 modules=$4
 shift 4
-case "$np" in
-  *:*)
-    hosts=$np
-    np=0
-    for slots in $(echo "$hosts" | tr ',' '\n' | cut -d: -f2); do
-      np=$((np + slots))
-    done
-    set -- -launcher fork -hosts "$hosts" -n "$np" "$python" "$@"
-    ;;
-  *)
-    set -- -n "$np" "$python" "$@"
-    ;;
-esac
 if [ ! -x "$python" ]; then
   echo "skipped: $python not found (scripts/install-deps.sh creates the .venv)"
   exit 77
@@ -31,4 +22,27 @@ for module in $(echo "$modules" | tr ',' ' '); do
     exit 77
   fi
 done
+# What each rank runs: the interpreter, with the sanitizer runtime in front if any.
+if [ "${HVD_SANITIZER_PRELOAD+set}" = set ]; then
+  if [ -z "$HVD_SANITIZER_PRELOAD" ]; then
+    echo "skipped: the compiler did not name its sanitizer and C++ runtimes, so they cannot be preloaded into $python"
+    exit 77
+  fi
+  set -- env "LD_PRELOAD=$HVD_SANITIZER_PRELOAD${LD_PRELOAD:+ $LD_PRELOAD}" "$python" "$@"
+else
+  set -- "$python" "$@"
+fi
+case "$np" in
+  *:*)
+    hosts=$np
+    np=0
+    for slots in $(echo "$hosts" | tr ',' '\n' | cut -d: -f2); do
+      np=$((np + slots))
+    done
+    set -- -launcher fork -hosts "$hosts" -n "$np" "$@"
+    ;;
+  *)
+    set -- -n "$np" "$@"
+    ;;
+esac
 exec "$mpiexec" "$@"
