@@ -90,13 +90,13 @@ HVD_API hvd_status_t hvd_grouped_allreduce_async(int ntensors, const void* const
     std::string base;
     HVD_TRY(check_group(*rt, ntensors, {{sendbufs, "sendbufs"}, {recvbufs, "recvbufs"}, {counts, "counts"}},
                         "grouped_allreduce", name, &base));
-    std::vector<Request> requests(static_cast<size_t>(ntensors));
-    for (int i = 0; i < ntensors; ++i) {
-      HVD_TRY(allreduce_request(*rt, sendbufs[i], recvbufs[i], counts[i], dtype, op,
-                                group_member_name(base, i).c_str(), opts, &requests[i]));
-      requests[i].spec.group_size = ntensors;
-    }
-    return finish(enqueue(*rt, std::move(requests), handle));
+    return finish(enqueue_group(
+        *rt, ntensors, base,
+        [&](int i, const std::string& member, Request* request) {
+          return allreduce_request(*rt, sendbufs[i], recvbufs[i], counts[i], dtype, op, member.c_str(), opts,
+                                   request);
+        },
+        handle));
   })
 }
 

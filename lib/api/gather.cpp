@@ -232,14 +232,14 @@ HVD_API hvd_status_t hvd_grouped_allgather_async(int ntensors, const void* const
                         {{sendbufs, "sendbufs"}, {ndims, "ndims"}, {shapes, "shapes"},
                          {recvbufs, "recvbufs"}, {recv_dim0s, "recv_dim0s"}},
                         "grouped_allgather", name, &base));
-    std::vector<Request> requests(static_cast<size_t>(ntensors));
-    for (int i = 0; i < ntensors; ++i) {
-      int64_t* per_rank = recv_dim0_per_rank ? recv_dim0_per_rank + static_cast<size_t>(i) * set->size() : nullptr;
-      HVD_TRY(allgather_request(*rt, sendbufs[i], ndims[i], shapes[i], dtype, &recvbufs[i], &recv_dim0s[i],
-                                per_rank, group_member_name(base, i).c_str(), opts, &requests[i]));
-      requests[i].spec.group_size = ntensors;
-    }
-    return finish(enqueue(*rt, std::move(requests), handle));
+    return finish(enqueue_group(
+        *rt, ntensors, base,
+        [&](int i, const std::string& member, Request* request) {
+          int64_t* per_rank = recv_dim0_per_rank ? recv_dim0_per_rank + static_cast<size_t>(i) * set->size() : nullptr;
+          return allgather_request(*rt, sendbufs[i], ndims[i], shapes[i], dtype, &recvbufs[i], &recv_dim0s[i],
+                                   per_rank, member.c_str(), opts, request);
+        },
+        handle));
   })
 }
 
@@ -272,13 +272,13 @@ HVD_API hvd_status_t hvd_grouped_reducescatter_async(int ntensors, const void* c
     HVD_TRY(check_group(*rt, ntensors,
                         {{sendbufs, "sendbufs"}, {recvbufs, "recvbufs"}, {ndims, "ndims"}, {shapes, "shapes"}},
                         "grouped_reducescatter", name, &base));
-    std::vector<Request> requests(static_cast<size_t>(ntensors));
-    for (int i = 0; i < ntensors; ++i) {
-      HVD_TRY(reducescatter_request(*rt, *set, sendbufs[i], recvbufs[i], ndims[i], shapes[i], dtype, op,
-                                    group_member_name(base, i).c_str(), opts, &requests[i]));
-      requests[i].spec.group_size = ntensors;
-    }
-    return finish(enqueue(*rt, std::move(requests), handle));
+    return finish(enqueue_group(
+        *rt, ntensors, base,
+        [&](int i, const std::string& member, Request* request) {
+          return reducescatter_request(*rt, *set, sendbufs[i], recvbufs[i], ndims[i], shapes[i], dtype, op,
+                                       member.c_str(), opts, request);
+        },
+        handle));
   })
 }
 

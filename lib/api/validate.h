@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "core/enqueue.h"
 #include "core/error.h"
 #include "core/process_sets.h"
 #include "core/request.h"
@@ -52,6 +53,19 @@ Error check_group(Runtime& rt, int ntensors, std::initializer_list<ArrayArgument
                   const char* name, std::string* base);
 // Member i of a group is named "<base>.<i>".
 std::string group_member_name(const std::string& base, int i);
+// Builds each member's request with make_member(i, member name, &request), marks it
+// as one of the group's ntensors, and enqueues them all under one handle.
+template <class MakeMember>
+Error enqueue_group(Runtime& rt, int ntensors, const std::string& base, MakeMember make_member,
+                    hvd_handle_t* handle) {
+  std::vector<Request> requests(static_cast<size_t>(ntensors));
+  for (int i = 0; i < ntensors; ++i) {
+    Error err = make_member(i, group_member_name(base, i), &requests[static_cast<size_t>(i)]);
+    if (!err.ok()) return err;
+    requests[static_cast<size_t>(i)].spec.group_size = ntensors;
+  }
+  return enqueue(rt, std::move(requests), handle);
+}
 
 // Common checks of every tensor operation: the runtime, the options, the process set.
 Error begin(const char* function, const hvd_op_options_t* options, std::shared_ptr<Runtime>* rt,

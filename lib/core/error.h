@@ -31,3 +31,10 @@ hvd_status_t fail(hvd_status_t status, const char* fmt, ...) __attribute__((form
 const char* status_text(hvd_status_t status);
 
 }  // namespace hvd
+
+// Inside libhvd: returns the Error from the enclosing function if expr failed.
+#define HVD_RETURN_IF_ERROR(expr)                      \
+  do {                                                 \
+    ::hvd::Error hvd_return_error_ = (expr);           \
+    if (!hvd_return_error_.ok()) return hvd_return_error_; \
+  } while (0)

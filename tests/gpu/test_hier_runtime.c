@@ -38,26 +38,6 @@ static void* device_allocator(size_t nbytes, int device, void* user_data) {
   return cudaMalloc(&d, nbytes ? nbytes : 1) == cudaSuccess ? d : NULL;
 }
 
-static double input(int q, int64_t i, hvd_reduce_op_t op) {
-  return (double)((i + q) % 2 + (op == HVD_OP_PRODUCT ? 1 : q % 3));
-}
-
-static double expected(int64_t i, hvd_dtype_t d, hvd_reduce_op_t op) {
-  const int size = hvd_size();
-  double acc = op == HVD_OP_PRODUCT ? 1 : op == HVD_OP_MIN ? 1e300 : op == HVD_OP_MAX ? -1e300 : 0;
-  for (int q = 0; q < size; ++q) {
-    double x = input(q, i, op);
-    if (d == HVD_BOOL) x = x != 0;
-    if (op == HVD_OP_SUM || op == HVD_OP_AVERAGE) acc += x;
-    else if (op == HVD_OP_MIN) acc = fmin(acc, x);
-    else if (op == HVD_OP_MAX) acc = fmax(acc, x);
-    else acc *= x;
-  }
-  if (op == HVD_OP_AVERAGE) acc /= size;
-  if (d == HVD_BOOL) acc = acc != 0;
-  return acc;
-}
-
 static void every_op_dtype_and_size(void** state) {
   (void)state;
   const int rank = hvd_rank(), L = hvd_local_size();
@@ -81,7 +61,7 @@ static void every_op_dtype_and_size(void** state) {
         int64_t n = counts[k];
         size_t bytes = (size_t)n * tu_dtype_size(d);
         void* host = tu_alloc(bytes);
-        for (int64_t i = 0; i < n; ++i) tu_set(host, d, i, input(rank, i, op));
+        for (int64_t i = 0; i < n; ++i) tu_set(host, d, i, tu_hier_input(rank, i, op));
         void* buf = device_copy_of(host, bytes);
         free(host);
         char name[48];
@@ -99,7 +79,7 @@ static void every_op_dtype_and_size(void** state) {
     void* got = tu_alloc(bytes);
     if (bytes) assert_int_equal(cudaMemcpy(got, bufs[j], bytes, cudaMemcpyDeviceToHost), cudaSuccess);
     for (int64_t i = 0; i < ns[j]; ++i) {
-      double want = expected(i, dts[j], rops[j]);
+      double want = tu_hier_expected(i, dts[j], rops[j]);
       double g = tu_get(got, dts[j], i);
       int ok = tu_close(g, want, dts[j]) ||
                (rops[j] == HVD_OP_AVERAGE && !tu_is_float(dts[j]) && fabs(g - want) < 1);

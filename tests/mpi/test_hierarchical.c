@@ -9,27 +9,6 @@ static int hierarchical(void) {
   return v && strcmp(v, "1") == 0;
 }
 
-static double input(int q, int64_t i, hvd_reduce_op_t op) {
-  /* Values small enough that every reduction is exact in every dtype. */
-  return (double)((i + q) % 2 + (op == HVD_OP_PRODUCT ? 1 : q % 3));
-}
-
-static double expected(int64_t i, hvd_dtype_t d, hvd_reduce_op_t op) {
-  const int size = hvd_size();
-  double acc = op == HVD_OP_PRODUCT ? 1 : op == HVD_OP_MIN ? 1e300 : op == HVD_OP_MAX ? -1e300 : 0;
-  for (int q = 0; q < size; ++q) {
-    double x = input(q, i, op);
-    if (d == HVD_BOOL) x = x != 0;
-    if (op == HVD_OP_SUM || op == HVD_OP_AVERAGE) acc += x;
-    else if (op == HVD_OP_MIN) acc = fmin(acc, x);
-    else if (op == HVD_OP_MAX) acc = fmax(acc, x);
-    else acc *= x;
-  }
-  if (op == HVD_OP_AVERAGE) acc /= size;
-  if (d == HVD_BOOL) acc = acc != 0;
-  return acc;
-}
-
 static void every_op_dtype_and_size(void** state) {
   (void)state;
   const int rank = hvd_rank(), L = hvd_local_size();
@@ -51,7 +30,7 @@ static void every_op_dtype_and_size(void** state) {
         if (k == 5 && d != HVD_FLOAT32 && d != HVD_INT32) continue;
         int64_t n = counts[k];
         void* buf = tu_alloc((size_t)n * tu_dtype_size(d));
-        for (int64_t i = 0; i < n; ++i) tu_set(buf, d, i, input(rank, i, op));
+        for (int64_t i = 0; i < n; ++i) tu_set(buf, d, i, tu_hier_input(rank, i, op));
         char name[48];
         snprintf(name, sizeof name, "h.%d.%d.%d", (int)d, (int)op, k);
         assert_hvd_ok(hvd_allreduce_async(buf, buf, n, d, op, name, NULL, &handles[c]));
@@ -64,7 +43,7 @@ static void every_op_dtype_and_size(void** state) {
   for (int j = 0; j < c; ++j) {
     assert_hvd_ok(hvd_wait(handles[j]));
     for (int64_t i = 0; i < ns[j]; ++i) {
-      double want = expected(i, dts[j], rops[j]);
+      double want = tu_hier_expected(i, dts[j], rops[j]);
       double got = tu_get(bufs[j], dts[j], i);
       /* Integer averages truncate. */
       int ok = tu_close(got, want, dts[j]) ||

@@ -144,6 +144,28 @@ static inline void* tu_alloc(size_t bytes) {
   return p;
 }
 
+/* The hierarchical tests' inputs: small values so that every reduction is exact in
+ * every dtype, and the result every rank expects over the job's ranks. */
+static inline double tu_hier_input(int q, int64_t i, hvd_reduce_op_t op) {
+  return (double)((i + q) % 2 + (op == HVD_OP_PRODUCT ? 1 : q % 3));
+}
+
+static inline double tu_hier_expected(int64_t i, hvd_dtype_t d, hvd_reduce_op_t op) {
+  const int size = hvd_size();
+  double acc = op == HVD_OP_PRODUCT ? 1 : op == HVD_OP_MIN ? 1e300 : op == HVD_OP_MAX ? -1e300 : 0;
+  for (int q = 0; q < size; ++q) {
+    double x = tu_hier_input(q, i, op);
+    if (d == HVD_BOOL) x = x != 0;
+    if (op == HVD_OP_SUM || op == HVD_OP_AVERAGE) acc += x;
+    else if (op == HVD_OP_MIN) acc = fmin(acc, x);
+    else if (op == HVD_OP_MAX) acc = fmax(acc, x);
+    else acc *= x;
+  }
+  if (op == HVD_OP_AVERAGE) acc /= size;
+  if (d == HVD_BOOL) acc = acc != 0;
+  return acc;
+}
+
 /* Data collectives this rank has run since init (to see how many tensors fused). */
 static inline uint64_t tu_collectives(void) {
   hvd_counters_t c;

@@ -9,12 +9,6 @@
 #include "ops/nccl/nccl_backend.h"
 #endif
 
-#define HVD_HIER_TRY(expr)              \
-  do {                                  \
-    Error hvd_err_ = (expr);            \
-    if (!hvd_err_.ok()) return hvd_err_; \
-  } while (0)
-
 namespace hvd {
 
 namespace {
@@ -58,19 +52,19 @@ Error DeviceHierarchicalAllgather::with_nccl(const void* send, char* recv,
   const int me = mine[static_cast<size_t>(layout.local_rank)];
 
   // The local communicator first, then the leaders' cross one, on every rank alike.
-  HVD_HIER_TRY(nccl_->ensure_communicator(NcclBackend::kLocalComm, layout.local));
+  HVD_RETURN_IF_ERROR(nccl_->ensure_communicator(NcclBackend::kLocalComm, layout.local));
   if (leader && nodes > 1)
-    HVD_HIER_TRY(nccl_->ensure_communicator(NcclBackend::kCrossComm, layout.cross));
+    HVD_RETURN_IF_ERROR(nccl_->ensure_communicator(NcclBackend::kCrossComm, layout.cross));
 
   // 1. The node's blocks to its first rank, in their places.
   std::vector<NcclBackend::PeerBlock> sends, recvs;
   if (leader) {
-    HVD_HIER_TRY(device_->copy(place_of(me), send, bytes_of(me)));
+    HVD_RETURN_IF_ERROR(device_->copy(place_of(me), send, bytes_of(me)));
     for (int l = 1; l < L; ++l) recvs.push_back({place_of(mine[l]), bytes_of(mine[l]), l});
   } else {
     sends.push_back({const_cast<void*>(send), bytes_of(me), 0});
   }
-  HVD_HIER_TRY(nccl_->send_recv_on(NcclBackend::kLocalComm, sends, recvs));
+  HVD_RETURN_IF_ERROR(nccl_->send_recv_on(NcclBackend::kLocalComm, sends, recvs));
 
   // 2. Across nodes among first ranks: node n's first rank is rank n of their cross
   // communicator. Adjacent blocks of one node travel as one broadcast.
@@ -91,14 +85,14 @@ Error DeviceHierarchicalAllgather::with_nccl(const void* send, char* recv,
         }
       }
     }
-    HVD_HIER_TRY(nccl_->broadcasts_on(NcclBackend::kCrossComm, runs));
+    HVD_RETURN_IF_ERROR(nccl_->broadcasts_on(NcclBackend::kCrossComm, runs));
     counters_->cross_bytes.fetch_add(static_cast<uint64_t>(node_bytes) * (nodes - 1),
                                      std::memory_order_relaxed);
   }
 
   // 3. The whole output from the first rank to the rest of the node.
   const size_t total = static_cast<size_t>(extent(counts, displs)) * esize;
-  if (L > 1) HVD_HIER_TRY(nccl_->broadcasts_on(NcclBackend::kLocalComm, {{recv, total, 0}}));
+  if (L > 1) HVD_RETURN_IF_ERROR(nccl_->broadcasts_on(NcclBackend::kLocalComm, {{recv, total, 0}}));
 
   // As the host algorithm counts: every rank sends its block within the node, the
   // first rank the whole output.
@@ -120,11 +114,11 @@ Error DeviceHierarchicalAllgather::staged(const void* send, void* recv,
   const size_t total = static_cast<size_t>(extent(counts, displs)) * esize;
   const size_t offset = static_cast<size_t>(displs[static_cast<size_t>(me)]) * esize;
   const size_t mine = static_cast<size_t>(counts[static_cast<size_t>(me)]) * esize;
-  HVD_HIER_TRY(staging_.reserve(std::max(total, offset + mine)));
+  HVD_RETURN_IF_ERROR(staging_.reserve(std::max(total, offset + mine)));
   char* host = static_cast<char*>(staging_.data());
-  HVD_HIER_TRY(device_->copy(host + offset, send, mine));
-  HVD_HIER_TRY(device_->synchronize());
-  HVD_HIER_TRY(host_->allgatherv(host + offset, host, counts, displs, dtype));
+  HVD_RETURN_IF_ERROR(device_->copy(host + offset, send, mine));
+  HVD_RETURN_IF_ERROR(device_->synchronize());
+  HVD_RETURN_IF_ERROR(host_->allgatherv(host + offset, host, counts, displs, dtype));
   return device_->copy(recv, host, total);
 }
 

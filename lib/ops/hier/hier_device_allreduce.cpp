@@ -12,12 +12,6 @@
 #include "ops/nccl/nccl_backend.h"
 #endif
 
-#define HVD_HIER_TRY(expr)              \
-  do {                                  \
-    Error hvd_err_ = (expr);            \
-    if (!hvd_err_.ok()) return hvd_err_; \
-  } while (0)
-
 namespace hvd {
 
 namespace {
@@ -71,8 +65,8 @@ Error DeviceHierarchicalAllreduce::ensure_communicators(bool cross) {
   const NodeLayout& layout = host_->layout();
   // Every rank makes the local one first, then (where needed) the cross one: the
   // members of each communicator reach its creation in the same order.
-  HVD_HIER_TRY(nccl_->ensure_communicator(NcclBackend::kLocalComm, layout.local));
-  if (cross) HVD_HIER_TRY(nccl_->ensure_communicator(NcclBackend::kCrossComm, layout.cross));
+  HVD_RETURN_IF_ERROR(nccl_->ensure_communicator(NcclBackend::kLocalComm, layout.local));
+  if (cross) HVD_RETURN_IF_ERROR(nccl_->ensure_communicator(NcclBackend::kCrossComm, layout.cross));
   return Error::success();
 #else
   (void)cross;
@@ -91,24 +85,24 @@ Error DeviceHierarchicalAllreduce::even_nodes(char* buffer, int64_t count, hvd_d
   const int64_t shard = count / L, tail = count - shard * L;
   char* mine = buffer + static_cast<size_t>(me * shard) * esize;
   char* tail_at = buffer + static_cast<size_t>(shard * L) * esize;
-  HVD_HIER_TRY(ensure_communicators(cross_ == CrossTransport::Nccl));
+  HVD_RETURN_IF_ERROR(ensure_communicators(cross_ == CrossTransport::Nccl));
   {
     NcclGroup group(nccl_);
     if (shard > 0)
-      HVD_HIER_TRY(nccl_->reducescatter_on(NcclBackend::kLocalComm, buffer, mine,
+      HVD_RETURN_IF_ERROR(nccl_->reducescatter_on(NcclBackend::kLocalComm, buffer, mine,
                                            std::vector<int64_t>(L, shard), dtype, op));
     if (tail > 0)
-      HVD_HIER_TRY(nccl_->allreduce_on(NcclBackend::kLocalComm, tail_at, tail_at, tail, dtype, op));
-    HVD_HIER_TRY(group.end());
+      HVD_RETURN_IF_ERROR(nccl_->allreduce_on(NcclBackend::kLocalComm, tail_at, tail_at, tail, dtype, op));
+    HVD_RETURN_IF_ERROR(group.end());
   }
   std::vector<Block> across;
   if (shard > 0) across.push_back({mine, shard});
   if (tail > 0) across.push_back({tail_at, tail});
-  HVD_HIER_TRY(cross_allreduce(across, dtype, op));
+  HVD_RETURN_IF_ERROR(cross_allreduce(across, dtype, op));
   if (shard > 0) {
     std::vector<int64_t> displs(L);
     for (int r = 0; r < L; ++r) displs[r] = r * shard;
-    HVD_HIER_TRY(nccl_->allgatherv_on(NcclBackend::kLocalComm, mine, buffer,
+    HVD_RETURN_IF_ERROR(nccl_->allgatherv_on(NcclBackend::kLocalComm, mine, buffer,
                                       std::vector<int64_t>(L, shard), displs, dtype));
   }
   // As the host algorithm counts: reduce-scatter and allgather each send (L-1)/L of
@@ -130,10 +124,10 @@ Error DeviceHierarchicalAllreduce::leaders(char* buffer, int64_t count, hvd_dtyp
   const size_t bytes = static_cast<size_t>(count) * dtype_size(dtype);
   // Only the first rank of each node crosses nodes; its cross communicator holds the
   // first rank of every node.
-  HVD_HIER_TRY(ensure_communicators(cross_ == CrossTransport::Nccl && leader));
-  HVD_HIER_TRY(nccl_->reduce_on(NcclBackend::kLocalComm, buffer, buffer, count, dtype, op, 0));
-  if (leader) HVD_HIER_TRY(cross_allreduce({{buffer, count}}, dtype, op));
-  HVD_HIER_TRY(nccl_->broadcasts_on(NcclBackend::kLocalComm, {{buffer, bytes, 0}}));
+  HVD_RETURN_IF_ERROR(ensure_communicators(cross_ == CrossTransport::Nccl && leader));
+  HVD_RETURN_IF_ERROR(nccl_->reduce_on(NcclBackend::kLocalComm, buffer, buffer, count, dtype, op, 0));
+  if (leader) HVD_RETURN_IF_ERROR(cross_allreduce({{buffer, count}}, dtype, op));
+  HVD_RETURN_IF_ERROR(nccl_->broadcasts_on(NcclBackend::kLocalComm, {{buffer, bytes, 0}}));
   counters_->local_bytes.fetch_add(bytes, std::memory_order_relaxed);
   return Error::success();
 #else
@@ -155,21 +149,21 @@ Error DeviceHierarchicalAllreduce::cross_allreduce(const std::vector<Block>& blo
 #if HVD_HAVE_NCCL
     NcclGroup group(nccl_);
     for (const Block& b : blocks)
-      HVD_HIER_TRY(nccl_->allreduce_on(NcclBackend::kCrossComm, b.data, b.data, b.count, dtype, op));
-    HVD_HIER_TRY(group.end());
+      HVD_RETURN_IF_ERROR(nccl_->allreduce_on(NcclBackend::kCrossComm, b.data, b.data, b.count, dtype, op));
+    HVD_RETURN_IF_ERROR(group.end());
 #else
     return make_error(HVD_ERR_INTERNAL, "NCCL cross-node step in a build without NCCL");
 #endif
   } else {
     // MPI on host copies of the blocks, packed in the pinned staging buffer.
-    HVD_HIER_TRY(staging_.reserve(static_cast<size_t>(total) * esize));
+    HVD_RETURN_IF_ERROR(staging_.reserve(static_cast<size_t>(total) * esize));
     char* host = static_cast<char*>(staging_.data());
     size_t at = 0;
     for (const Block& b : blocks) {
-      HVD_HIER_TRY(device_->copy(host + at, b.data, static_cast<size_t>(b.count) * esize));
+      HVD_RETURN_IF_ERROR(device_->copy(host + at, b.data, static_cast<size_t>(b.count) * esize));
       at += static_cast<size_t>(b.count) * esize;
     }
-    HVD_HIER_TRY(device_->synchronize());
+    HVD_RETURN_IF_ERROR(device_->synchronize());
     // Pieces keep MPI's counts int.
     const int64_t piece = std::clamp<int64_t>(host_->chunk_bytes() / static_cast<int64_t>(esize), 1,
                                               INT_MAX / 2);
@@ -183,7 +177,7 @@ Error DeviceHierarchicalAllreduce::cross_allreduce(const std::vector<Block>& blo
     }
     at = 0;
     for (const Block& b : blocks) {
-      HVD_HIER_TRY(device_->copy(b.data, host + at, static_cast<size_t>(b.count) * esize));
+      HVD_RETURN_IF_ERROR(device_->copy(b.data, host + at, static_cast<size_t>(b.count) * esize));
       at += static_cast<size_t>(b.count) * esize;
     }
   }
@@ -197,10 +191,10 @@ Error DeviceHierarchicalAllreduce::staged(void* buffer, int64_t count, hvd_dtype
   const size_t bytes = static_cast<size_t>(count) * dtype_size(dtype);
   // A copy queued by the previous operation may still read the staging buffer; this
   // one's copy in is queued behind it on the same stream, and awaited.
-  HVD_HIER_TRY(staging_.reserve(bytes));
-  HVD_HIER_TRY(device_->copy(staging_.data(), buffer, bytes));
-  HVD_HIER_TRY(device_->synchronize());
-  HVD_HIER_TRY(host_->allreduce(staging_.data(), count, dtype, op));
+  HVD_RETURN_IF_ERROR(staging_.reserve(bytes));
+  HVD_RETURN_IF_ERROR(device_->copy(staging_.data(), buffer, bytes));
+  HVD_RETURN_IF_ERROR(device_->synchronize());
+  HVD_RETURN_IF_ERROR(host_->allreduce(staging_.data(), count, dtype, op));
   return device_->copy(buffer, staging_.data(), bytes);
 }
 
