@@ -46,8 +46,12 @@ void HandleState::complete(const Error& result) {
 void HandleState::wait(int64_t spin_us) const {
   if (done()) return;
   auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
+  // Yield while polling: the thread that completes the handle (the background thread,
+  // or a peer rank's) may be queued on this core, and with as many ranks as cores it
+  // usually is; a plain spin would hold it off for the whole spin.
   while (std::chrono::steady_clock::now() < until) {
     if (done()) return;
+    std::this_thread::yield();
   }
   while (!done()) done_.wait(0, std::memory_order_acquire);
 }
