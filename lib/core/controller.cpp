@@ -13,6 +13,9 @@ constexpr uint64_t kFlagNoAnnouncements = 1;
 constexpr uint64_t kFlagNotBusy = 2;
 constexpr uint64_t kFlagNoShutdown = 4;
 constexpr uint64_t kFlagOnlyCached = 8;  // all pending work waits on cache slots
+
+// Index of the lowest set bit of a non-zero word: the next slot in a bitmap scan.
+int lowest_bit(uint64_t x) { return __builtin_ctzll(x); }
 }  // namespace
 
 Controller::Controller(int world_rank, int world_size, size_t cache_capacity,
@@ -69,38 +72,45 @@ void Controller::intake(std::vector<Request>&& requests) {
 }
 
 void Controller::fill_bits(uint64_t* words, bool shutdown_requested) const {
-  std::fill(words, words + 2 * words_, 0);
-  for (size_t w = words_; w < 2 * words_; ++w) words[w] = ~uint64_t{0};
-  // Slots of sets this rank is not in are always "ready" here. Set membership is
-  // looked up once per set, not once per slot (the table takes a lock).
+  std::fill(words, words + words_, 0);
+  std::fill(words + words_, words + 2 * words_, ~uint64_t{0});
+  // Slots of sets this rank is not in are always "ready" here. Only slots outside the
+  // global set need a look, and membership is looked up once per set, not once per
+  // slot (the table takes a lock).
+  const std::vector<uint64_t>& other_set = cache_.other_set_words();
   std::unordered_map<int32_t, bool> member;
-  for (size_t slot = 0; slot < cache_.capacity(); ++slot) {
-    if (!cache_.occupied(static_cast<int>(slot))) continue;
-    const int32_t id = cache_.at(static_cast<int>(slot)).spec.process_set;
-    auto it = member.find(id);
-    if (it == member.end()) {
-      auto set = sets_->find(id);
-      it = member.emplace(id, set && set->member()).first;
+  for (size_t w = 0; w < other_set.size(); ++w) {
+    for (uint64_t x = other_set[w]; x; x &= x - 1) {
+      const int slot = static_cast<int>(w * 64) + lowest_bit(x);
+      const int32_t id = cache_.at(slot).spec.process_set;
+      auto it = member.find(id);
+      if (it == member.end()) {
+        auto set = sets_->find(id);
+        it = member.emplace(id, set && set->member()).first;
+      }
+      if (!it->second) words[w] |= uint64_t{1} << (slot % 64);
     }
-    if (!it->second) words[slot / 64] |= uint64_t{1} << (slot % 64);
   }
   // A joined rank takes part in every cached allreduce of its sets with zeros.
   if (joined_locally()) {
-    for (size_t slot = 0; slot < cache_.capacity(); ++slot)
-      if (cache_.occupied(static_cast<int>(slot)) &&
-          cache_.at(static_cast<int>(slot)).spec.op == OpType::Allreduce)
-        words[slot / 64] |= uint64_t{1} << (slot % 64);
+    const std::vector<uint64_t>& occupied = cache_.occupied_words();
+    for (size_t w = 0; w < occupied.size(); ++w)
+      for (uint64_t x = occupied[w]; x; x &= x - 1) {
+        const int slot = static_cast<int>(w * 64) + lowest_bit(x);
+        if (cache_.at(slot).spec.op == OpType::Allreduce) words[w] |= uint64_t{1} << (slot % 64);
+      }
   }
-  for (const auto& kv : pending_)
-    if (kv.second.cache_slot >= 0)
-      words[kv.second.cache_slot / 64] |= uint64_t{1} << (kv.second.cache_slot % 64);
+  bool only_cached = unannounced_.empty() && decisions_.empty();
+  for (const auto& kv : pending_) {
+    const int slot = kv.second.cache_slot;
+    if (slot >= 0) words[slot / 64] |= uint64_t{1} << (slot % 64);
+    else only_cached = false;
+  }
   for (int slot : invalid_slots_) words[words_ + slot / 64] &= ~(uint64_t{1} << (slot % 64));
   uint64_t flags = 0;
   if (unannounced_.empty() && decisions_.empty()) flags |= kFlagNoAnnouncements;
   if (pending_.empty()) flags |= kFlagNotBusy;
   if (!shutdown_requested) flags |= kFlagNoShutdown;
-  bool only_cached = unannounced_.empty() && decisions_.empty();
-  for (const auto& kv : pending_) only_cached = only_cached && kv.second.cache_slot >= 0;
   if (only_cached) flags |= kFlagOnlyCached;
   words[2 * words_] = flags;
 }
@@ -114,22 +124,25 @@ RoundFlags Controller::apply_bits(const uint64_t* words) {
   flags.only_cached = (f & kFlagOnlyCached) != 0;
   invalid_slots_.clear();
 
+  // Word by word, in slot order (every rank must apply the same slots in the same
+  // order); forget_slot changes the bitmap, so each word is read before its slots go.
+  const std::vector<uint64_t>& occupied = cache_.occupied_words();
   bool any_invalid = false;
-  for (size_t slot = 0; slot < cache_.capacity(); ++slot) {
-    bool invalid = !(words[words_ + slot / 64] >> (slot % 64) & 1);
-    if (invalid && cache_.occupied(static_cast<int>(slot))) {
-      forget_slot(static_cast<int>(slot));
+  for (size_t w = 0; w < words_; ++w) {
+    for (uint64_t x = ~words[words_ + w] & occupied[w]; x; x &= x - 1) {
+      forget_slot(static_cast<int>(w * 64) + lowest_bit(x));
       any_invalid = true;
     }
   }
   // An invalidated slot sends its requests back through announcements this round.
   if (any_invalid) flags.any_announcements = true;
 
-  for (size_t slot = 0; slot < cache_.capacity(); ++slot) {
-    bool ready = words[slot / 64] >> (slot % 64) & 1;
-    if (!ready || !cache_.occupied(static_cast<int>(slot))) continue;
-    cache_.touch(static_cast<int>(slot));
-    add_ready(cache_.at(static_cast<int>(slot)));
+  for (size_t w = 0; w < words_; ++w) {
+    for (uint64_t x = words[w] & occupied[w]; x; x &= x - 1) {
+      const int slot = static_cast<int>(w * 64) + lowest_bit(x);
+      cache_.touch(slot);
+      add_ready(cache_.at(slot));
+    }
   }
   return flags;
 }

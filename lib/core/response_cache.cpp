@@ -19,7 +19,10 @@ TensorSpec Response::spec_for(int set_rank, int set_size) const {
 }
 
 ResponseCache::ResponseCache(size_t capacity)
-    : slots_(capacity), used_(capacity, false), lru_pos_(capacity) {
+    : slots_(capacity),
+      used_((capacity + 63) / 64, 0),
+      other_set_((capacity + 63) / 64, 0),
+      lru_pos_(capacity) {
   for (size_t i = capacity; i > 0; --i) free_.push_back(static_cast<int>(i - 1));
 }
 
@@ -44,7 +47,8 @@ int ResponseCache::put(const Response& response, std::string* evicted_key) {
   slot = free_.back();
   free_.pop_back();
   slots_[slot] = response;
-  used_[slot] = true;
+  used_[slot / 64] |= uint64_t{1} << (slot % 64);
+  if (response.spec.process_set != 0) other_set_[slot / 64] |= uint64_t{1} << (slot % 64);
   index_[response.key] = slot;
   lru_.push_front(slot);
   lru_pos_[slot] = lru_.begin();
@@ -56,10 +60,11 @@ void ResponseCache::touch(int slot) {
 }
 
 void ResponseCache::erase(int slot) {
-  if (!used_[slot]) return;
+  if (!occupied(slot)) return;
   index_.erase(slots_[slot].key);
   lru_.erase(lru_pos_[slot]);
-  used_[slot] = false;
+  used_[slot / 64] &= ~(uint64_t{1} << (slot % 64));
+  other_set_[slot / 64] &= ~(uint64_t{1} << (slot % 64));
   slots_[slot] = Response{};
   free_.push_back(slot);
 }

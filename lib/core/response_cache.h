@@ -4,6 +4,7 @@
 // stay identical without ever being compared.
 #pragma once
 
+#include <cstdint>
 #include <list>
 #include <string>
 #include <unordered_map>
@@ -23,7 +24,12 @@ class ResponseCache {
   // Slot of key, or -1.
   int find(const std::string& key) const;
   const Response& at(int slot) const { return slots_[slot]; }
-  bool occupied(int slot) const { return used_[slot]; }
+  bool occupied(int slot) const { return used_[slot / 64] >> (slot % 64) & 1; }
+  // Occupied slots as a bitmap, 64 per word (capacity rounded up): rounds scan it
+  // a word at a time instead of testing a thousand slots one by one.
+  const std::vector<uint64_t>& occupied_words() const { return used_; }
+  // The occupied slots whose tensor is not in the global process set.
+  const std::vector<uint64_t>& other_set_words() const { return other_set_; }
 
   // Inserts (or replaces) key; evicts the least recently used entry when full.
   // Returns the slot; *evicted_key gets the key that was evicted, if any.
@@ -33,7 +39,8 @@ class ResponseCache {
 
  private:
   std::vector<Response> slots_;
-  std::vector<bool> used_;
+  std::vector<uint64_t> used_;
+  std::vector<uint64_t> other_set_;
   std::unordered_map<std::string, int> index_;
   std::list<int> lru_;  // front = most recent
   std::vector<std::list<int>::iterator> lru_pos_;

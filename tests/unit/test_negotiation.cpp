@@ -65,6 +65,39 @@ void cache_of_capacity_zero_holds_nothing(void**) {
   assert_int_equal(cache.find("a"), -1);
 }
 
+// The bitmaps rounds scan: occupied slots, and those outside the global set, across
+// a word boundary, through eviction and erasure.
+void cache_bitmaps_follow_slots(void**) {
+  ResponseCache cache(70);
+  std::string evicted;
+  for (int i = 0; i < 70; ++i) {
+    Response r = allreduce_response("t" + std::to_string(i), 1);
+    r.spec.process_set = i % 3 == 0 ? 2 : 0;
+    r.key = std::to_string(r.spec.process_set) + r.name;
+    assert_int_equal(cache.put(r, &evicted), i);
+  }
+  assert_int_equal(cache.occupied_words().size(), 2);
+  assert_true(cache.occupied_words()[0] == ~uint64_t{0});
+  assert_true(cache.occupied_words()[1] == (uint64_t{1} << 6) - 1);
+  for (int slot = 0; slot < 70; ++slot) {
+    const bool other = cache.other_set_words()[slot / 64] >> (slot % 64) & 1;
+    assert_int_equal(other, slot % 3 == 0);
+  }
+  cache.erase(66);  // set 2
+  cache.erase(65);  // global set
+  assert_false(cache.occupied(66));
+  assert_false(cache.occupied_words()[1] >> 2 & 1);
+  assert_false(cache.other_set_words()[1] >> 2 & 1);
+  assert_false(cache.occupied_words()[1] >> 1 & 1);
+  // Slot 66 is reused by a global-set tensor: no longer "other".
+  Response g = allreduce_response("g", 1);
+  g.key = "0g";
+  const int slot = cache.put(g, &evicted);
+  assert_true(slot == 65 || slot == 66);
+  assert_true(cache.occupied(slot));
+  assert_false(cache.other_set_words()[slot / 64] >> (slot % 64) & 1);
+}
+
 void identical_caches_from_identical_histories(void**) {
   ResponseCache one(4), two(4);
   std::string e1, e2;
@@ -316,6 +349,7 @@ int main() {
   const CMUnitTest tests[] = {
       cmocka_unit_test(cache_evicts_least_recently_used),
       cmocka_unit_test(cache_of_capacity_zero_holds_nothing),
+      cmocka_unit_test(cache_bitmaps_follow_slots),
       cmocka_unit_test(identical_caches_from_identical_histories),
       cmocka_unit_test(agreement_names_ranks_that_differ),
       cmocka_unit_test(agreement_allgather_keeps_rows_per_rank),
