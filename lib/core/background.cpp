@@ -52,6 +52,7 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
                           runtime.num_nodes, runtime.max_local_size,
                           runtime.local_rank == 0 ? runtime.cross : MPI_COMM_NULL},
                runtime.node_of, runtime.local_rank_of, runtime.rank, &runtime.counters) {
+  host_.set_piece_bytes(rt_.params.fusion_piece_bytes);
   executor_.set_hierarchical(&hier_);
   executor_.set_hierarchical_allgather(&hier_ag_);
   executor_.use_hierarchical_allgather(rt_.params.hierarchical_allgather);

@@ -84,6 +84,7 @@ class Executor {
   bool tracing_ = false;                 // the timeline records this batch
   std::string device_error_ = "this rank has no usable GPU";
   std::vector<unsigned char> fusion_buffer_;
+  std::vector<int64_t> counts_;  // elements of each tensor of the fused batch being run
   std::vector<unsigned char> scratch_;
   std::vector<Request> taken_;  // the running batch's local requests (capacity reused)
 };

@@ -126,12 +126,13 @@ const std::vector<ParamDef>& defs() {
              "Do not fuse a grouped allreduce with other tensors"),
       P_BOOL("HVD_GPU_PINNING", gpu_pinning, 1,
              "Pick this rank's GPU from the topology and make it current"),
-      {{"HVD_CPU_BIND", ParamType::Choice, "none",
-        "Bind the process and background thread near its GPU: none|numa|core"},
-       0, 0, "none|numa|core",
+      {{"HVD_CPU_BIND", ParamType::Choice, "auto",
+        "Bind the process and background thread near its GPU: none|numa|core|auto (auto: "
+        "as core when nothing else placed the process and ranks share the node)"},
+       0, 0, "none|numa|core|auto",
        [](Params& p, const Value& v) { p.cpu_bind = static_cast<CpuBind>(v.i); },
        [](const Params& p) {
-         const char* n[] = {"none", "numa", "core"};
+         const char* n[] = {"none", "numa", "core", "auto"};
          return std::string(n[static_cast<int>(p.cpu_bind)]);
        }},
       P_STRING("HVD_TOPOLOGY_XML", topology_xml,
@@ -142,6 +143,9 @@ const std::vector<ParamDef>& defs() {
               "Largest single MPI reduction; bigger buffers are reduced in chunks"),
       P_BYTES("HVD_INPLACE_MIN_BYTES", inplace_min_bytes, "262144", 0, kNoMax,
               "Tensors at least this large are reduced in their own buffer, not copied"),
+      P_BYTES("HVD_FUSION_PIECE_BYTES", fusion_piece_bytes, "524288", 4096, kNoMax,
+              "A fused host allreduce is copied in, reduced and copied out this many "
+              "bytes at a time, so each piece stays in cache between the three"),
       P_INT("HVD_SPIN_US", spin_us, 50, 0, 1000000,
             "Microseconds a waiting thread polls before it starts to sleep"),
       P_INT("HVD_BG_SPIN_US", bg_spin_us, 0, 0, 1000000,

@@ -12,7 +12,8 @@
 
 namespace hvd {
 
-enum class CpuBind { None, Numa, Core };
+// Auto: Core when nothing else placed the process (see pin.cpp), else None.
+enum class CpuBind { None, Numa, Core, Auto };
 enum class GpuOperations { Auto, Nccl, Mpi };
 
 struct Params {
@@ -41,11 +42,12 @@ struct Params {
   GpuOperations gpu_operations = GpuOperations::Auto;
   bool disable_group_fusion = false;
   bool gpu_pinning = true;
-  CpuBind cpu_bind = CpuBind::None;
+  CpuBind cpu_bind = CpuBind::Auto;
   std::string topology_xml;
   std::string cuda_visible_devices;  // read, not set: pinning maps ordinals through it
   int64_t allreduce_chunk_bytes = 1ll << 20;
   int64_t inplace_min_bytes = 256ll << 10;
+  int64_t fusion_piece_bytes = 512ll << 10;
   int64_t spin_us = 50;
   int64_t bg_spin_us = 0;
   int64_t poll_us = 200;

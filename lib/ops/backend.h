@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/error.h"
@@ -29,6 +30,22 @@ class Backend {
   // MAX or PRODUCT; AVERAGE is SUM plus scaling done by the caller.
   virtual Error allreduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
                           hvd_reduce_op_t op, const ProcessSet& set) = 0;
+  // A fused allreduce whose operand the caller stages through `buffer`, which has
+  // room for staging_count(count) elements: fill(offset, n) writes elements
+  // [offset, offset + n) of the operand at the start of buffer, the backend reduces
+  // them there in place, and drain(offset, n) takes the result out. One collective.
+  // This default stages the operand whole; a backend may go piece by piece, so that a
+  // piece is still in cache when it is reduced and drained.
+  using Stage = std::function<void(int64_t offset, int64_t count)>;
+  virtual int64_t staging_count(int64_t count, hvd_dtype_t) const { return count; }
+  virtual Error allreduce_staged(void* buffer, int64_t count, hvd_dtype_t dtype,
+                                 hvd_reduce_op_t op, const ProcessSet& set, const Stage& fill,
+                                 const Stage& drain) {
+    fill(0, count);
+    HVD_RETURN_IF_ERROR(allreduce(buffer, buffer, count, dtype, op, set));
+    drain(0, count);
+    return Error::success();
+  }
   // count elements from set rank root to every rank of the set.
   virtual Error broadcast(void* buffer, int64_t count, hvd_dtype_t dtype, int root,
                           const ProcessSet& set) = 0;

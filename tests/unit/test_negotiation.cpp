@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/response_cache.h"
 #include "core/wire.h"
+#include "fusion/fused_cursor.h"
 #include "fusion/planner.h"
 #include "fusion/scale.h"
 
@@ -96,6 +97,31 @@ void cache_bitmaps_follow_slots(void**) {
   assert_true(slot == 65 || slot == 66);
   assert_true(cache.occupied(slot));
   assert_false(cache.other_set_words()[slot / 64] >> (slot % 64) & 1);
+}
+
+// Staged pieces of every size over tensors of uneven and zero sizes: each element of
+// each tensor is visited once, at its place in its piece.
+void fused_cursor_covers_every_element_once(void**) {
+  const std::vector<int64_t> counts = {3, 0, 5, 1, 0, 4, 7};
+  int64_t total = 0;
+  for (int64_t c : counts) total += c;
+  for (int64_t piece = 1; piece <= total + 1; ++piece) {
+    FusedCursor cursor(counts);
+    std::vector<int> seen(static_cast<size_t>(total), 0);
+    for (int64_t offset = 0; offset < total; offset += piece) {
+      const int64_t n = std::min(piece, total - offset);
+      cursor.visit(offset, n, [&](size_t k, int64_t first, int64_t count, int64_t at) {
+        assert_true(count > 0);
+        assert_true(first >= 0 && first + count <= counts[k]);
+        assert_true(at >= 0 && at + count <= n);
+        int64_t start = 0;
+        for (size_t j = 0; j < k; ++j) start += counts[j];
+        assert_int_equal(start + first, offset + at);  // where tensor k's element sits
+        for (int64_t e = 0; e < count; ++e) ++seen[static_cast<size_t>(offset + at + e)];
+      });
+    }
+    for (int s : seen) assert_int_equal(s, 1);
+  }
 }
 
 void identical_caches_from_identical_histories(void**) {
@@ -350,6 +376,7 @@ int main() {
       cmocka_unit_test(cache_evicts_least_recently_used),
       cmocka_unit_test(cache_of_capacity_zero_holds_nothing),
       cmocka_unit_test(cache_bitmaps_follow_slots),
+      cmocka_unit_test(fused_cursor_covers_every_element_once),
       cmocka_unit_test(identical_caches_from_identical_histories),
       cmocka_unit_test(agreement_names_ranks_that_differ),
       cmocka_unit_test(agreement_allgather_keeps_rows_per_rank),

@@ -48,6 +48,26 @@ Error MpiBackend::allreduce(const void* send, void* recv, int64_t count, hvd_dty
   return allreduce_on(set.comm, send, recv, count, dtype, op, &counters_->global_bytes);
 }
 
+int64_t MpiBackend::staging_count(int64_t count, hvd_dtype_t dtype) const {
+  const int64_t piece = std::max<int64_t>(1, piece_bytes_ / static_cast<int64_t>(dtype_size(dtype)));
+  return std::min(count, piece);
+}
+
+Error MpiBackend::allreduce_staged(void* buffer, int64_t count, hvd_dtype_t dtype,
+                                   hvd_reduce_op_t op, const ProcessSet& set, const Stage& fill,
+                                   const Stage& drain) {
+  counters_->collectives.fetch_add(1, std::memory_order_relaxed);
+  const int64_t piece = staging_count(count, dtype);
+  for (int64_t offset = 0; offset < count; offset += piece) {
+    const int64_t n = std::min(piece, count - offset);
+    fill(offset, n);
+    HVD_RETURN_IF_ERROR(
+        allreduce_on(set.comm, buffer, buffer, n, dtype, op, &counters_->global_bytes));
+    drain(offset, n);
+  }
+  return Error::success();
+}
+
 Error MpiBackend::broadcast(void* buffer, int64_t count, hvd_dtype_t dtype, int root,
                             const ProcessSet& set) {
   counters_->collectives.fetch_add(1, std::memory_order_relaxed);
