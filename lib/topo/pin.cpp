@@ -16,6 +16,7 @@ const char* bind_name(CpuBind mode) {
     case CpuBind::None: return "none";
     case CpuBind::Numa: return "numa";
     case CpuBind::Core: return "core";
+    case CpuBind::Auto: return "auto";
   }
   return "?";
 }
@@ -24,6 +25,25 @@ void add_note(PinResult* out, const std::string& note) {
   if (note.empty()) return;
   if (!out->notes.empty()) out->notes += "; ";
   out->notes += note;
+}
+
+// HVD_CPU_BIND=auto. Ranks sharing a node and free to run anywhere get their share
+// of its cores (as `core`): the scheduler otherwise moves a rank's threads onto its
+// neighbours' cores, and with as many ranks as cores a background thread then waits
+// behind another rank's threads (measured: 2x slower small-tensor steps on 2 cores).
+// Anything that already placed the process wins: a launcher's binding (the process
+// may not use every CPU) or HOROVOD_THREAD_AFFINITY.
+CpuBind resolve_auto_bind(const Params& params, bool have_topology, const Topology& topology,
+                          int local_size, PinResult* out) {
+  if (!have_topology || local_size < 2 || !params.thread_affinity.empty()) return CpuBind::None;
+  CpuSet allowed;
+  if (!current_affinity(&allowed).ok()) return CpuBind::None;
+  if (!allowed.includes(topology.cpus)) {
+    add_note(out, "HVD_CPU_BIND=auto: the process is already bound (CPUs " +
+                      allowed.to_string() + "); left as it is");
+    return CpuBind::None;
+  }
+  return CpuBind::Core;
 }
 
 // Ordinal -> topology GPU. With CUDA devices present, by PCI bus id (CUDA has applied
@@ -74,7 +94,8 @@ Error pin_this_rank(const Params& params, int local_rank, int local_size, PinRes
   const int cuda_count = cuda_device_count(&cuda_why);
   add_note(out, cuda_why);
 
-  bool need_topology = params.gpu_pinning || params.cpu_bind != CpuBind::None;
+  bool need_topology =
+      params.gpu_pinning || params.cpu_bind == CpuBind::Numa || params.cpu_bind == CpuBind::Core;
   Topology topology;
   if (need_topology) {
     err = load_topology(params.topology_xml, &topology);
@@ -110,15 +131,23 @@ Error pin_this_rank(const Params& params, int local_rank, int local_size, PinRes
     if (!err.ok()) return err;
   }
 
-  const CpuSet bind = binding_cpus(params.cpu_bind, out->placement);
-  if (params.cpu_bind != CpuBind::None) {
+  const CpuBind mode = params.cpu_bind == CpuBind::Auto
+                           ? resolve_auto_bind(params, need_topology, topology, local_size, out)
+                           : params.cpu_bind;
+  const CpuSet bind = binding_cpus(mode, out->placement);
+  if (mode != CpuBind::None) {
     if (bind.empty()) {
       add_note(out, std::string("HVD_CPU_BIND=") + bind_name(params.cpu_bind) +
                         ": the topology gave no CPUs for this rank; not binding");
     } else {
       err = bind_process(bind);
-      if (!err.ok()) return err;
-      out->process_cpus = bind;
+      if (err.ok()) {
+        out->process_cpus = bind;
+      } else if (params.cpu_bind == CpuBind::Auto) {
+        add_note(out, "HVD_CPU_BIND=auto: " + err.message + "; not binding");  // a nicety only
+      } else {
+        return err;
+      }
     }
   }
   out->thread_cpus = affinity_cpu >= 0 ? CpuSet({affinity_cpu}) : out->process_cpus;
@@ -136,7 +165,8 @@ Error pin_this_rank(const Params& params, int local_rank, int local_size, PinRes
   }
   if (!out->placement.domain_cpus.empty())
     line += ", near CPUs " + out->placement.domain_cpus.to_string();
-  line += std::string(", cpu bind ") + bind_name(params.cpu_bind);
+  line += std::string(", cpu bind ") + bind_name(mode);
+  if (params.cpu_bind == CpuBind::Auto) line += " (auto)";
   if (!out->process_cpus.empty()) line += " to " + out->process_cpus.to_string();
   if (!out->thread_cpus.empty()) line += ", background thread on " + out->thread_cpus.to_string();
   if (need_topology) line += " [" + topology.source + "]";

@@ -127,7 +127,7 @@ void pin_on_dgx(void**) {
   } else {  // a real GPU that is not in this file: at most the devices CUDA has
     assert_true(r.device >= 0 && r.device < cuda_device_count(nullptr));
   }
-  assert_true(r.process_cpus.empty());  // HVD_CPU_BIND defaults to none
+  assert_true(r.process_cpus.empty());  // auto: the file's CPUs are not this machine's
   assert_true(r.thread_cpus.empty());
   assert_non_null(strstr(r.log.c_str(), "dgx_2s_8gpu.xml"));
 
@@ -177,6 +177,45 @@ void pin_binds_on_this_machine(void**) {
       assert_true(bind_process(original).ok());
     }
   }
+}
+
+void pin_auto_binds_only_a_free_process(void**) {
+  Params p;  // HVD_CPU_BIND=auto, this machine's topology
+  assert_true(p.cpu_bind == CpuBind::Auto);
+  // Free to run anywhere, two ranks on the node: each gets its share, as `core`.
+  for (int rank = 0; rank < 2; ++rank) {
+    PinResult r;
+    assert_true(pin_this_rank(p, rank, 2, &r).ok());
+    assert_false(r.process_cpus.empty());
+    assert_true(r.process_cpus == r.placement.core_cpus);
+    assert_non_null(strstr(r.log.c_str(), "cpu bind core (auto)"));
+    CpuSet now;
+    assert_true(current_affinity(&now).ok());
+    assert_true(now == r.process_cpus);
+    assert_true(bind_process(original).ok());
+  }
+  // Alone on the node: nothing to share.
+  PinResult alone;
+  assert_true(pin_this_rank(p, 0, 1, &alone).ok());
+  assert_true(alone.process_cpus.empty());
+  // Already bound by a launcher: left as it is, and said so.
+  if (original.size() > 1) {
+    const CpuSet one({original.cpus().front()});
+    assert_true(bind_process(one).ok());
+    PinResult bound;
+    assert_true(pin_this_rank(p, 1, 2, &bound).ok());
+    assert_true(bound.process_cpus.empty());
+    assert_non_null(strstr(bound.notes.c_str(), "already bound"));
+    CpuSet now;
+    assert_true(current_affinity(&now).ok());
+    assert_true(now == one);
+    assert_true(bind_process(original).ok());
+  }
+  // HOROVOD_THREAD_AFFINITY places the background thread: auto stays out of it.
+  p.thread_affinity = "0,0";
+  PinResult placed;
+  assert_true(pin_this_rank(p, 1, 2, &placed).ok());
+  assert_true(placed.process_cpus.empty());
 }
 
 void pin_thread_affinity(void**) {
@@ -232,6 +271,7 @@ int main() {
       cmocka_unit_test(pin_on_dgx),
       cmocka_unit_test(pin_without_gpus),
       cmocka_unit_test(pin_binds_on_this_machine),
+      cmocka_unit_test(pin_auto_binds_only_a_free_process),
       cmocka_unit_test(pin_thread_affinity),
       cmocka_unit_test(pin_errors),
   };
