@@ -35,6 +35,7 @@ std::string StrategyCase::name() const {
     case Strategy::Packed: return "packed";
     case Strategy::PackedChunks: return "packed-chunks-" + std::to_string(chunk_bytes >> 20) + "MiB";
     case Strategy::FusedCopies: return "fused-copies";
+    case Strategy::Hybrid: return "hybrid";
   }
   return "?";
 }
@@ -51,6 +52,7 @@ std::vector<StrategyCase> step_cases(bool with_references, int64_t total_bytes) 
   // Reduced in one call up to 16 MiB, above in 4 MiB pieces (the packed buffer's
   // usual best on these machines).
   cases.push_back({Strategy::FusedCopies, total_bytes <= (int64_t{16} << 20) ? 0 : int64_t{4} << 20});
+  cases.push_back({Strategy::Hybrid, int64_t{1} << 20});
   return cases;
 }
 
@@ -84,6 +86,32 @@ void run_reference(const StrategyCase& c, TensorSet& set) {
       at = 0;
       for (size_t t = set.count(); t-- > 0; at += set.elements(t))
         std::copy_n(packed + at, set.elements(t), set.tensor(t));
+      return;
+    }
+    case Strategy::Hybrid: {
+      // libhvd's defaults: HVD_INPLACE_MIN_BYTES and HVD_ALLREDUCE_CHUNK_BYTES.
+      constexpr int64_t kInPlaceMin = (int64_t{256} << 10) / static_cast<int64_t>(sizeof(float));
+      const int64_t chunk = c.chunk_bytes / static_cast<int64_t>(sizeof(float));
+      float* packed = set.packed();
+      int64_t small = 0;
+      for (size_t t = set.count(); t-- > 0;) {
+        const int64_t n = set.elements(t);
+        if (n < kInPlaceMin) {
+          std::copy_n(set.tensor(t), n, packed + small);
+          small += n;
+          continue;
+        }
+        for (int64_t done = 0; done < n; done += chunk)
+          mpi_sum_in_place(set.tensor(t) + done, std::min(chunk, n - done));
+      }
+      if (small > 0) mpi_sum_in_place(packed, small);
+      small = 0;
+      for (size_t t = set.count(); t-- > 0;) {
+        const int64_t n = set.elements(t);
+        if (n >= kInPlaceMin) continue;
+        std::copy_n(packed + small, n, set.tensor(t));
+        small += n;
+      }
       return;
     }
   }

@@ -20,20 +20,30 @@ enum class Strategy {
   // tensor into the packed buffer, reduce it, copy the results back. What libhvd
   // adds beyond it is negotiation, threads and hand-offs.
   FusedCopies,
+  // Not a limit either: libhvd's default plan done by the calling thread, with no
+  // negotiation or threads. Tensors of 256 KiB and more are reduced in place in 1 MiB
+  // chunks, smaller ones copied into the packed buffer, reduced in one call and copied
+  // back. What raw MPI reaches without copying large tensors that sit in separate
+  // buffers, as a framework's gradients do.
+  Hybrid,
 };
 
 struct StrategyCase {
   Strategy strategy;
   int64_t chunk_bytes = 0;  // PackedChunks only
-  std::string name() const;  // "libhvd", "per-tensor", "packed", "packed-chunks-4MiB", "fused-copies"
+  // "libhvd", "per-tensor", "packed", "packed-chunks-4MiB", "fused-copies", "hybrid"
+  std::string name() const;
   bool uses_packed() const { return strategy == Strategy::Packed || strategy == Strategy::PackedChunks; }
   // Candidates for the limit: raw MPI over data already in place.
-  bool is_limit_candidate() const { return strategy != Strategy::Libhvd && strategy != Strategy::FusedCopies; }
+  bool is_limit_candidate() const {
+    return strategy != Strategy::Libhvd && strategy != Strategy::FusedCopies &&
+           strategy != Strategy::Hybrid;
+  }
 };
 
 // libhvd first, then (with references) per-tensor, packed, the chunk sizes 1, 4
 // and 16 MiB that are smaller than the packed buffer (a larger chunk would repeat
-// the single call), and fused-copies.
+// the single call), fused-copies and hybrid.
 std::vector<StrategyCase> step_cases(bool with_references, int64_t total_bytes);
 
 // Runs one step of a reference on the set's buffers.

@@ -72,11 +72,16 @@ void print_table(const Options& o, const TensorSet& set, int size, int inner,
                 "(above 1: libhvd is faster)\n",
                 limit->what.name().c_str(), limit->ms.median, limit->ms.median / hvd.ms.median,
                 per_tensor.ms.median / hvd.ms.median);
-    for (const Measured& m : results)
+    for (const Measured& m : results) {
       if (m.what.strategy == Strategy::FusedCopies)
         std::printf("# fused-copies (copy in, reduce, copy out on one thread): %.3f x the limit, "
                     "libhvd %.3f x fused-copies\n",
                     limit->ms.median / m.ms.median, m.ms.median / hvd.ms.median);
+      if (m.what.strategy == Strategy::Hybrid)
+        std::printf("# hybrid (libhvd's plan on one thread: large tensors in place, small ones "
+                    "copied): %.3f x the limit, libhvd %.3f x hybrid\n",
+                    limit->ms.median / m.ms.median, m.ms.median / hvd.ms.median);
+    }
     if (set.count() == 1)
       std::printf("# latency: libhvd %.2f us, raw MPI %.2f us, difference %.2f us\n",
                   hvd.ms.median * 1e3, per_tensor.ms.median * 1e3,
