@@ -131,7 +131,7 @@ Error Executor::dispatch(const Batch& batch, const std::vector<Response>& respon
 
 Error Executor::reduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
                         hvd_reduce_op_t op, const ProcessSet& set) {
-  if (use_hier_ && hier_ && set.id == 0 && hier_->useful()) {
+  if (hierarchical_allreduce(set)) {
     if (send != recv) copy_scaled(recv, send, count, dtype, 1.0);
     activity_start("HIERARCHICAL_ALLREDUCE");
     Error err = hier_->allreduce(recv, count, dtype, op);
@@ -198,7 +198,7 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
   // Hierarchical reductions take the operand whole (their cross-node step pays per
   // call), and so does a traced batch, whose copies and reduction then show as one
   // activity each, as in Horovod's timelines.
-  if (tracing_ || (use_hier_ && hier_ && set.id == 0 && hier_->useful())) {
+  if (tracing_ || hierarchical_allreduce(set)) {
     buffer = fusion_buffer(static_cast<size_t>(batch.bytes)).data();
     activity_start("MEMCPY_IN_FUSION_BUFFER");
     fill(0, total);

@@ -60,6 +60,14 @@ class Executor {
   Error reducescatter_fused(const Batch& batch, const std::vector<Response>& responses,
                             const std::vector<Request*>& locals, const ProcessSet& set);
   void* scratch(size_t bytes, bool zero);
+  // Whether this round reduces (gathers) the set's tensors hierarchically: chosen for
+  // the global set only, when the layout makes it useful.
+  bool hierarchical_allreduce(const ProcessSet& set) const {
+    return use_hier_ && hier_ && set.id == 0 && hier_->useful();
+  }
+  bool hierarchical_allgather(const ProcessSet& set) const {
+    return use_hier_ag_ && hier_ag_ && set.id == 0 && hier_ag_->useful();
+  }
   void activity_start(const char* activity);
   void activity_end();
   // recv = reduction of send over the set, flat or hierarchical.

@@ -50,7 +50,7 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
       }
       // The same choice as for host tensors: from parameters equal on every rank.
       HierarchicalAllreduce* hier =
-          use_hier_ && hier_ && set.id == 0 && hier_->useful() ? hier_ : nullptr;
+          hierarchical_allreduce(set) ? hier_ : nullptr;
       activity_start(hier ? "HIERARCHICAL_ALLREDUCE" : "DEVICE_ALLREDUCE");
       err = engine.allreduce(tensors, spec.dtype, spec.reduce_op, spec.prescale, spec.postscale, set,
                              hier);
@@ -81,7 +81,7 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
         err = device_output(*locals[k], static_cast<size_t>(total) * dtype_size(r.spec.dtype), &out);
         if (!err.ok()) break;
         outputs.push_back(out);
-        if (use_hier_ag_ && hier_ag_ && set.id == 0 && hier_ag_->useful() &&
+        if (hierarchical_allgather(set) &&
             engine.hierarchical_allgather(hier_ag_).fits(counts, r.spec.dtype)) {
           activity_start("HIERARCHICAL_ALLGATHER");
           err = engine.hierarchical_allgather(hier_ag_)

@@ -110,7 +110,7 @@ Error Executor::gather(const void* send, void* recv, const std::vector<int64_t>&
                        const std::vector<int64_t>& displs, hvd_dtype_t dtype, const ProcessSet& set) {
   // The choice depends only on negotiated sizes and equal parameters: the same on
   // every rank.
-  if (use_hier_ag_ && hier_ag_ && set.id == 0 && hier_ag_->useful() && hier_ag_->fits(counts, dtype)) {
+  if (hierarchical_allgather(set) && hier_ag_->fits(counts, dtype)) {
     activity_start("HIERARCHICAL_ALLGATHER");
     Error err = hier_ag_->allgatherv(send, recv, counts, displs, dtype);
     activity_end();
