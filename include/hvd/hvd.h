@@ -15,12 +15,22 @@
  *    hvd_init/hvd_shutdown must not race with each other.
  *  - Names: a collective is identified across ranks by its name; ranks may enqueue
  *    names in any order. A NULL name is replaced by an automatic name built from the
- *    operation and a per-process call counter, so unnamed calls must then be made in
- *    the same order on every rank. A name already in flight on this rank is
- *    HVD_ERR_DUPLICATE_NAME.
+ *    operation and a per-process call counter ("allreduce.noname.7"), so unnamed calls
+ *    must then be made in the same order on every rank. Every call of a tensor
+ *    operation made while initialized takes its automatic name before anything is
+ *    checked, so a call refused on one rank (and not on another) leaves later unnamed
+ *    calls matched. A name already in flight on this rank is HVD_ERR_DUPLICATE_NAME.
  *  - Agreement: all ranks of the process set must agree on the operation, dtype,
  *    counts/shapes, root, reduce op, scale factors and device of a name; otherwise the
  *    operation completes with HVD_ERR_MISMATCH on every rank and the runtime goes on.
+ *  - Errors: a status returned by the call itself concerns this rank's arguments
+ *    alone (a NULL buffer, a count that disagrees with a given shape, a root outside
+ *    the set). What depends on values the ranks must agree on is judged in
+ *    negotiation, on every rank alike, and comes from hvd_wait: a reduce op the dtype
+ *    cannot take (HVD_OP_AVERAGE or scale factors on HVD_BOOL: INVALID_ARGUMENT),
+ *    HVD_OP_ADASUM (UNSUPPORTED), a scalar passed to allgather or reducescatter
+ *    (INVALID_ARGUMENT); a rank that differs from the others there gets, with every
+ *    other rank, HVD_ERR_MISMATCH rather than leaving them waiting.
  *  - Memory: buffers are owned by the caller and must stay valid (and, for inputs,
  *    unchanged) until the operation completes (the blocking call returns, or
  *    hvd_wait returns for async calls). Outputs of unknown size are allocated by the
@@ -130,11 +140,26 @@ typedef struct hvd_op_options {
   void* stream;              /* cudaStream_t the inputs were produced on; NULL = default */
   hvd_allocator_fn allocator;/* for outputs of unknown size; NULL = library (hvd_free) */
   void* allocator_user_data; /* passed to allocator */
-  uint8_t reserved[64];      /* zero; room for later fields */
+  /* The tensor's shape, for hvd_allreduce_async, hvd_broadcast_async and a grouped
+   * allreduce of one tensor (the other operations take their shape as an argument
+   * and ignore these fields). ndim 0 (the default) means not given: the tensor is
+   * count elements and ranks are compared by count. Given (ndim 1..HVD_MAX_NDIM,
+   * shape pointing to ndim dimensions whose product is count), the shape travels in
+   * negotiation and the ranks that gave one must agree on it, as in Horovod: an
+   * allreduce of (2, 3) on one rank and (3, 2) on another is HVD_ERR_MISMATCH on
+   * every rank, its message naming the tensor, "shape" and each rank's shape. The
+   * array is read during the call only. HVD_ERR_INVALID_ARGUMENT: ndim < 0 or above
+   * HVD_MAX_NDIM, shape NULL with ndim > 0, a negative dimension, a product other
+   * than count, or ndim > 0 on a grouped allreduce of several tensors. */
+  const int64_t* shape;
+  int32_t ndim;
+  int32_t reserved_pad;      /* zero */
+  uint8_t reserved[48];      /* zero; room for later fields */
 } hvd_op_options_t;
 
-#define HVD_OP_OPTIONS_INITIALIZER \
-  { sizeof(hvd_op_options_t), 1.0, 1.0, HVD_DEVICE_CPU, HVD_GLOBAL_PROCESS_SET, NULL, NULL, NULL, {0} }
+#define HVD_OP_OPTIONS_INITIALIZER                                                       \
+  { sizeof(hvd_op_options_t), 1.0, 1.0, HVD_DEVICE_CPU, HVD_GLOBAL_PROCESS_SET, NULL, NULL, \
+    NULL, NULL, 0, 0, {0} }
 
 /* Fills *options with the defaults. HVD_ERR_INVALID_ARGUMENT if options is NULL.
  * Callable before hvd_init. */
@@ -147,7 +172,8 @@ HVD_API hvd_status_t hvd_op_options_init(hvd_op_options_t* options);
 /* Initializes the library on MPI_COMM_WORLD, calling MPI_Init_thread if nobody has
  * (then hvd_shutdown finalizes MPI only at process exit, so hvd_init may be called
  * again). Idempotent: a second call while initialized returns HVD_SUCCESS.
- * Collective over all ranks. */
+ * Collective over all ranks. In the child of a fork() taken after libhvd was
+ * initialized in the parent: HVD_ERR_UNSUPPORTED (the child cannot use MPI). */
 HVD_API hvd_status_t hvd_init(void);
 
 /* As hvd_init, and creates nsets static process sets: set i holds the nranks[i]
@@ -162,7 +188,10 @@ HVD_API hvd_status_t hvd_init_with_process_sets(int nsets, const int* const* ran
  * others' operations fail with HVD_ERR_SHUT_DOWN rather than hang. */
 HVD_API hvd_status_t hvd_shutdown(void);
 
-/* 1 if initialized, else 0. */
+/* 1 if initialized, else 0. 0 in the child of a fork() taken after init: the child
+ * shares nothing of the parent's runtime, every call there fails at once with
+ * HVD_ERR_NOT_INITIALIZED saying why, and the child's exit does not shut the parent's
+ * runtime down. Create worker processes before hvd_init, or start them with spawn. */
 HVD_API int hvd_is_initialized(void);
 
 /* Rank and size in the global set; local = ranks on this node; cross = ranks with
@@ -196,8 +225,12 @@ HVD_API const char* hvd_last_error(void);
 HVD_API hvd_status_t hvd_allreduce(const void* sendbuf, void* recvbuf, int64_t count,
                                    hvd_dtype_t dtype, hvd_reduce_op_t op, const char* name);
 
-/* Copies count elements of root_rank's buffer into every rank's buffer. root_rank
- * is a rank in the process set (global rank for the global set). */
+/* Copies count elements of root_rank's buffer into every rank's buffer of the process
+ * set. root_rank is a global rank (as hvd_rank() returns it, and as in Horovod), also
+ * for a process set: in the set of world ranks [1, 2], root_rank 1 is world rank 1,
+ * the set's first member. A root_rank that is not a member of the set is
+ * HVD_ERR_INVALID_ARGUMENT, returned at once, naming the root and the set's ranks;
+ * ranks that pass different roots get HVD_ERR_MISMATCH. */
 HVD_API hvd_status_t hvd_broadcast(void* buffer, int64_t count, hvd_dtype_t dtype,
                                    int root_rank, const char* name);
 
@@ -234,6 +267,9 @@ HVD_API hvd_status_t hvd_grouped_allreduce_async(int ntensors, const void* const
 /* ---------------------------------------------------------------------------------
  * Allgather, alltoall, reducescatter. Tensors are row-major with ndim dimensions
  * (1 <= ndim <= HVD_MAX_NDIM) given by shape; rows are along the first dimension.
+ * A scalar (ndim 0, shape may be NULL) has no rows: allgather and reducescatter fail
+ * it in negotiation on every rank (HVD_ERR_INVALID_ARGUMENT from hvd_wait, or
+ * HVD_ERR_MISMATCH where other ranks pass rows); alltoall refuses it at once.
  * ------------------------------------------------------------------------------ */
 
 /* Concatenates every rank's rows, in rank order of the process set. The first
@@ -411,6 +447,10 @@ HVD_API int hvd_mpi_built(void);
 HVD_API int hvd_cuda_built(void);
 HVD_API int hvd_nccl_built(void);
 HVD_API int hvd_hwloc_built(void);
+
+/* The NCCL library's version code (MAJOR * 10000 + MINOR * 100 + PATCH for NCCL 2.9
+ * and later, e.g. 21805) when the library was built with NCCL, else 0. */
+HVD_API int hvd_nccl_version(void);
 
 /* Name of the MPI library the runtime is linked with, e.g. "MPICH 4.0.2". */
 HVD_API const char* hvd_mpi_library_version(void);

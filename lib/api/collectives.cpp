@@ -10,23 +10,23 @@ using namespace hvd;
 
 namespace {
 
-Error allreduce_request(Runtime& rt, const void* sendbuf, void* recvbuf, int64_t count,
-                        hvd_dtype_t dtype, hvd_reduce_op_t op, const char* name,
-                        const OpOptions& opts, Request* out) {
+// shape: the options' shape when it describes this tensor (ndim 0 otherwise).
+Error allreduce_request(const void* sendbuf, void* recvbuf, int64_t count, hvd_dtype_t dtype,
+                        hvd_reduce_op_t op, const std::string& name, const OpOptions& opts,
+                        const OptionsShape& shape, Request* out) {
   Error err = check_dtype(dtype);
-  if (err.ok()) err = check_reduce_op(op, dtype, opts);
+  if (err.ok()) err = check_reduce_op(op);
   if (err.ok()) err = check_count(count, dtype);
+  if (err.ok()) err = check_options_shape(shape, count);
   if (!err.ok()) return err;
   const int64_t bytes = count * static_cast<int64_t>(dtype_size(dtype));
   if (!(err = check_buffer(sendbuf, bytes, "sendbuf")).ok()) return err;
   if (!(err = check_buffer(recvbuf, bytes, "recvbuf")).ok()) return err;
-  std::string resolved;
-  if (!(err = resolve_name(rt, name, "allreduce", &resolved)).ok()) return err;
-  if (!(err = check_placement(sendbuf, opts.device, resolved, "sendbuf")).ok()) return err;
-  if (!(err = check_placement(recvbuf, opts.device, resolved, "recvbuf")).ok()) return err;
-  *out = make_request(std::move(resolved), opts, OpType::Allreduce, dtype);
+  if (!(err = check_placement(sendbuf, opts.device, name, "sendbuf")).ok()) return err;
+  if (!(err = check_placement(recvbuf, opts.device, name, "recvbuf")).ok()) return err;
+  *out = make_request(name, opts, OpType::Allreduce, dtype);
   out->spec.reduce_op = op;
-  out->spec.shape = {count};
+  set_counted_shape(shape, count, &out->spec);
   out->send = sendbuf;
   out->recv = recvbuf;
   return Error::success();
@@ -56,10 +56,11 @@ HVD_API hvd_status_t hvd_allreduce_async(const void* sendbuf, void* recvbuf, int
     std::shared_ptr<Runtime> rt;
     OpOptions opts;
     std::shared_ptr<ProcessSet> set;
+    std::string resolved;
+    HVD_TRY(begin({"hvd_allreduce_async", "allreduce", name}, options, &rt, &opts, &set, &resolved));
     HVD_TRY(check_handle_out(handle));
-    HVD_TRY(begin("hvd_allreduce_async", options, &rt, &opts, &set));
     Request request;
-    HVD_TRY(allreduce_request(*rt, sendbuf, recvbuf, count, dtype, op, name, opts, &request));
+    HVD_TRY(allreduce_request(sendbuf, recvbuf, count, dtype, op, resolved, opts, opts.shape, &request));
     return finish(enqueue(*rt, std::move(request), handle));
   })
 }
@@ -85,15 +86,22 @@ HVD_API hvd_status_t hvd_grouped_allreduce_async(int ntensors, const void* const
     std::shared_ptr<Runtime> rt;
     OpOptions opts;
     std::shared_ptr<ProcessSet> set;
-    HVD_TRY(check_handle_out(handle));
-    HVD_TRY(begin("hvd_grouped_allreduce_async", options, &rt, &opts, &set));
     std::string base;
-    HVD_TRY(check_group(*rt, ntensors, {{sendbufs, "sendbufs"}, {recvbufs, "recvbufs"}, {counts, "counts"}},
-                        "grouped_allreduce", name, &base));
+    HVD_TRY(begin({"hvd_grouped_allreduce_async", "grouped_allreduce", name}, options, &rt, &opts, &set,
+                  &base));
+    HVD_TRY(check_handle_out(handle));
+    HVD_TRY(check_group(ntensors, {{sendbufs, "sendbufs"}, {recvbufs, "recvbufs"}, {counts, "counts"}},
+                        "grouped_allreduce"));
+    // One shape in the options describes one tensor: a group of one.
+    if (opts.shape.ndim > 0 && ntensors > 1)
+      return fail(HVD_ERR_INVALID_ARGUMENT,
+                  "options->shape describes one tensor, but the group has %d; leave ndim 0 for "
+                  "a group of several tensors (their counts are compared)",
+                  ntensors);
     return finish(enqueue_group(
         *rt, ntensors, base,
         [&](int i, const std::string& member, Request* request) {
-          return allreduce_request(*rt, sendbufs[i], recvbufs[i], counts[i], dtype, op, member.c_str(), opts,
+          return allreduce_request(sendbufs[i], recvbufs[i], counts[i], dtype, op, member, opts, opts.shape,
                                    request);
         },
         handle));
@@ -121,17 +129,14 @@ HVD_API hvd_status_t hvd_broadcast_async(void* buffer, int64_t count, hvd_dtype_
     std::shared_ptr<Runtime> rt;
     OpOptions opts;
     std::shared_ptr<ProcessSet> set;
+    std::string resolved;
+    HVD_TRY(begin({"hvd_broadcast_async", "broadcast", name}, options, &rt, &opts, &set, &resolved));
     HVD_TRY(check_handle_out(handle));
-    HVD_TRY(begin("hvd_broadcast_async", options, &rt, &opts, &set));
     HVD_TRY(check_dtype(dtype));
     HVD_TRY(check_count(count, dtype));
+    HVD_TRY(check_options_shape(opts.shape, count));
     HVD_TRY(check_buffer(buffer, count * static_cast<int64_t>(dtype_size(dtype)), "buffer"));
-    if (root_rank < 0 || root_rank >= set->size())
-      return fail(HVD_ERR_INVALID_ARGUMENT,
-                  "root_rank is %d; it must be a rank of the process set, 0 to %d", root_rank,
-                  set->size() - 1);
-    std::string resolved;
-    HVD_TRY(resolve_name(*rt, name, "broadcast", &resolved));
+    HVD_TRY(check_root(root_rank, *set));
     HVD_TRY(check_placement(buffer, opts.device, resolved, "buffer"));
     std::vector<Request> requests(1);
     Request& r = requests[0];
@@ -139,7 +144,7 @@ HVD_API hvd_status_t hvd_broadcast_async(void* buffer, int64_t count, hvd_dtype_
     // Scale factors mean nothing to a broadcast; they are not negotiated.
     r.spec.prescale = r.spec.postscale = 1.0;
     r.spec.root = root_rank;
-    r.spec.shape = {count};
+    set_counted_shape(opts.shape, count, &r.spec);
     r.send = buffer;
     r.recv = buffer;
     return finish(enqueue(*rt, std::move(requests), handle));

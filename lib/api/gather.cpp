@@ -26,17 +26,18 @@ Error check_output_pointers(void** recvbuf, int64_t* recv_dim0) {
 }
 
 // The request of a shaped tensor: dtype, shape and buffer checked.
-Error shaped_request(Runtime& rt, OpType op, const void* sendbuf, int ndim, const int64_t* shape,
-                     hvd_dtype_t dtype, const char* name, const OpOptions& opts, Request* out) {
+Error shaped_request(OpType op, const void* sendbuf, int ndim, const int64_t* shape,
+                     hvd_dtype_t dtype, const std::string& name, const OpOptions& opts, Request* out) {
   Error err = check_dtype(dtype);
-  if (err.ok()) err = check_shape(ndim, shape, dtype);
+  // A scalar is no tensor of rows; but a rank that passes one where the others pass
+  // rows must see a mismatch on every rank, so allgather and reducescatter leave the
+  // verdict to negotiation. Alltoall needs shape[0] here, for its splits.
+  if (err.ok()) err = check_shape(ndim, shape, dtype, op != OpType::Alltoall);
   if (!err.ok()) return err;
   const int64_t bytes = elements_of(ndim, shape) * static_cast<int64_t>(dtype_size(dtype));
   if (!(err = check_buffer(sendbuf, bytes, "sendbuf")).ok()) return err;
-  std::string resolved;
-  if (!(err = resolve_name(rt, name, op_type_name(op), &resolved)).ok()) return err;
-  if (!(err = check_placement(sendbuf, opts.device, resolved, "sendbuf")).ok()) return err;
-  *out = make_request(resolved, opts, op, dtype);
+  if (!(err = check_placement(sendbuf, opts.device, name, "sendbuf")).ok()) return err;
+  *out = make_request(name, opts, op, dtype);
   out->spec.shape.assign(shape, shape + ndim);
   out->send = sendbuf;
   return Error::success();
@@ -54,13 +55,13 @@ hvd_status_t wait_for(hvd_status_t enqueued, const hvd_handle_t* handle) {
   return enqueued == HVD_SUCCESS ? hvd_wait(*handle) : enqueued;
 }
 
-Error allgather_request(Runtime& rt, const void* sendbuf, int ndim, const int64_t* shape,
+Error allgather_request(const void* sendbuf, int ndim, const int64_t* shape,
                         hvd_dtype_t dtype, void** recvbuf, int64_t* recv_dim0,
-                        int64_t* recv_dim0_per_rank, const char* name, const OpOptions& opts,
+                        int64_t* recv_dim0_per_rank, const std::string& name, const OpOptions& opts,
                         Request* out) {
   Error err = check_output_pointers(recvbuf, recv_dim0);
   if (err.ok()) err = scaling_is_neutral(opts, "allgather");
-  if (err.ok()) err = shaped_request(rt, OpType::Allgather, sendbuf, ndim, shape, dtype, name, opts, out);
+  if (err.ok()) err = shaped_request(OpType::Allgather, sendbuf, ndim, shape, dtype, name, opts, out);
   if (!err.ok()) return err;
   out->out_buffer = recvbuf;
   out->out_dim0 = recv_dim0;
@@ -68,23 +69,20 @@ Error allgather_request(Runtime& rt, const void* sendbuf, int ndim, const int64_
   return Error::success();
 }
 
-Error reducescatter_request(Runtime& rt, const ProcessSet& set, const void* sendbuf, void* recvbuf,
+Error reducescatter_request(const ProcessSet& set, const void* sendbuf, void* recvbuf,
                             int ndim, const int64_t* shape, hvd_dtype_t dtype, hvd_reduce_op_t op,
-                            const char* name, const OpOptions& opts, Request* out) {
-  Error err = check_reduce_op(op, dtype, opts);
+                            const std::string& name, const OpOptions& opts, Request* out) {
+  Error err = check_reduce_op(op);
   if (!err.ok()) return err;
-  if (op != HVD_OP_SUM && op != HVD_OP_AVERAGE && op != HVD_OP_MIN && op != HVD_OP_MAX &&
-      op != HVD_OP_PRODUCT)
-    return make_error(HVD_ERR_INVALID_ARGUMENT, "reduce op %d is not supported by reducescatter",
-                      static_cast<int>(op));
-  if (!(err = shaped_request(rt, OpType::Reducescatter, sendbuf, ndim, shape, dtype, name, opts, out)).ok())
+  if (!(err = shaped_request(OpType::Reducescatter, sendbuf, ndim, shape, dtype, name, opts, out)).ok())
     return err;
+  out->spec.reduce_op = op;
+  if (ndim == 0) return Error::success();  // refused in negotiation; recvbuf never used
   const int64_t row = elements_of(ndim - 1, shape + 1);
   const int64_t mine = hvd_reducescatter_rows(shape[0], set.my_set_rank, set.size()) * row;
   if (!(err = check_buffer(recvbuf, mine * static_cast<int64_t>(dtype_size(dtype)), "recvbuf")).ok())
     return err;
   if (!(err = check_placement(recvbuf, opts.device, out->name, "recvbuf")).ok()) return err;
-  out->spec.reduce_op = op;
   out->recv = recvbuf;
   return Error::success();
 }
@@ -102,11 +100,12 @@ HVD_API hvd_status_t hvd_allgather_async(const void* sendbuf, int ndim, const in
     std::shared_ptr<Runtime> rt;
     OpOptions opts;
     std::shared_ptr<ProcessSet> set;
+    std::string resolved;
+    HVD_TRY(begin({"hvd_allgather_async", "allgather", name}, options, &rt, &opts, &set, &resolved));
     HVD_TRY(check_handle_out(handle));
-    HVD_TRY(begin("hvd_allgather_async", options, &rt, &opts, &set));
     std::vector<Request> requests(1);
-    HVD_TRY(allgather_request(*rt, sendbuf, ndim, shape, dtype, recvbuf, recv_dim0,
-                              recv_dim0_per_rank, name, opts, &requests[0]));
+    HVD_TRY(allgather_request(sendbuf, ndim, shape, dtype, recvbuf, recv_dim0, recv_dim0_per_rank,
+                              resolved, opts, &requests[0]));
     return finish(enqueue(*rt, std::move(requests), handle));
   })
 }
@@ -132,13 +131,14 @@ HVD_API hvd_status_t hvd_alltoall_async(const void* sendbuf, int ndim, const int
     std::shared_ptr<Runtime> rt;
     OpOptions opts;
     std::shared_ptr<ProcessSet> set;
+    std::string resolved;
+    HVD_TRY(begin({"hvd_alltoall_async", "alltoall", name}, options, &rt, &opts, &set, &resolved));
     HVD_TRY(check_handle_out(handle));
-    HVD_TRY(begin("hvd_alltoall_async", options, &rt, &opts, &set));
     HVD_TRY(check_output_pointers(recvbuf, recv_dim0));
     HVD_TRY(scaling_is_neutral(opts, "alltoall"));
     std::vector<Request> requests(1);
     Request& r = requests[0];
-    HVD_TRY(shaped_request(*rt, OpType::Alltoall, sendbuf, ndim, shape, dtype, name, opts, &r));
+    HVD_TRY(shaped_request(OpType::Alltoall, sendbuf, ndim, shape, dtype, resolved, opts, &r));
     const int size = set->size();
     if (send_splits) {
       int64_t total = 0;
@@ -195,10 +195,11 @@ HVD_API hvd_status_t hvd_reducescatter_async(const void* sendbuf, void* recvbuf,
     std::shared_ptr<Runtime> rt;
     OpOptions opts;
     std::shared_ptr<ProcessSet> set;
+    std::string resolved;
+    HVD_TRY(begin({"hvd_reducescatter_async", "reducescatter", name}, options, &rt, &opts, &set, &resolved));
     HVD_TRY(check_handle_out(handle));
-    HVD_TRY(begin("hvd_reducescatter_async", options, &rt, &opts, &set));
     std::vector<Request> requests(1);
-    HVD_TRY(reducescatter_request(*rt, *set, sendbuf, recvbuf, ndim, shape, dtype, op, name, opts,
+    HVD_TRY(reducescatter_request(*set, sendbuf, recvbuf, ndim, shape, dtype, op, resolved, opts,
                                   &requests[0]));
     return finish(enqueue(*rt, std::move(requests), handle));
   })
@@ -225,19 +226,20 @@ HVD_API hvd_status_t hvd_grouped_allgather_async(int ntensors, const void* const
     std::shared_ptr<Runtime> rt;
     OpOptions opts;
     std::shared_ptr<ProcessSet> set;
-    HVD_TRY(check_handle_out(handle));
-    HVD_TRY(begin("hvd_grouped_allgather_async", options, &rt, &opts, &set));
     std::string base;
-    HVD_TRY(check_group(*rt, ntensors,
+    HVD_TRY(begin({"hvd_grouped_allgather_async", "grouped_allgather", name}, options, &rt, &opts, &set,
+                  &base));
+    HVD_TRY(check_handle_out(handle));
+    HVD_TRY(check_group(ntensors,
                         {{sendbufs, "sendbufs"}, {ndims, "ndims"}, {shapes, "shapes"},
                          {recvbufs, "recvbufs"}, {recv_dim0s, "recv_dim0s"}},
-                        "grouped_allgather", name, &base));
+                        "grouped_allgather"));
     return finish(enqueue_group(
         *rt, ntensors, base,
         [&](int i, const std::string& member, Request* request) {
           int64_t* per_rank = recv_dim0_per_rank ? recv_dim0_per_rank + static_cast<size_t>(i) * set->size() : nullptr;
-          return allgather_request(*rt, sendbufs[i], ndims[i], shapes[i], dtype, &recvbufs[i], &recv_dim0s[i],
-                                   per_rank, member.c_str(), opts, request);
+          return allgather_request(sendbufs[i], ndims[i], shapes[i], dtype, &recvbufs[i], &recv_dim0s[i],
+                                   per_rank, member, opts, request);
         },
         handle));
   })
@@ -266,17 +268,18 @@ HVD_API hvd_status_t hvd_grouped_reducescatter_async(int ntensors, const void* c
     std::shared_ptr<Runtime> rt;
     OpOptions opts;
     std::shared_ptr<ProcessSet> set;
-    HVD_TRY(check_handle_out(handle));
-    HVD_TRY(begin("hvd_grouped_reducescatter_async", options, &rt, &opts, &set));
     std::string base;
-    HVD_TRY(check_group(*rt, ntensors,
+    HVD_TRY(begin({"hvd_grouped_reducescatter_async", "grouped_reducescatter", name}, options, &rt, &opts,
+                  &set, &base));
+    HVD_TRY(check_handle_out(handle));
+    HVD_TRY(check_group(ntensors,
                         {{sendbufs, "sendbufs"}, {recvbufs, "recvbufs"}, {ndims, "ndims"}, {shapes, "shapes"}},
-                        "grouped_reducescatter", name, &base));
+                        "grouped_reducescatter"));
     return finish(enqueue_group(
         *rt, ntensors, base,
         [&](int i, const std::string& member, Request* request) {
-          return reducescatter_request(*rt, *set, sendbufs[i], recvbufs[i], ndims[i], shapes[i], dtype, op,
-                                       member.c_str(), opts, request);
+          return reducescatter_request(*set, sendbufs[i], recvbufs[i], ndims[i], shapes[i], dtype, op,
+                                       member, opts, request);
         },
         handle));
   })

@@ -151,7 +151,9 @@ HVD_API int horovod_mpi_enabled(void) { return 1; }
 HVD_API int horovod_mpi_built(void) { return 1; }
 HVD_API int horovod_gloo_enabled(void) { return 0; }
 HVD_API int horovod_gloo_built(void) { return 0; }
-HVD_API int horovod_nccl_built(void) { return hvd_nccl_built(); }
+// Horovod's returns NCCL's version code (0 without NCCL): its front ends compare it
+// with 2700 to decide whether NCCL alltoall is available.
+HVD_API int horovod_nccl_built(void) { return hvd_nccl_version(); }
 HVD_API int horovod_ddl_built(void) { return 0; }
 HVD_API int horovod_ccl_built(void) { return 0; }
 HVD_API int horovod_cuda_built(void) { return hvd_cuda_built() != 0; }

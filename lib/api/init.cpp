@@ -8,6 +8,9 @@
 #include "hvd/hvd_mpi.h"
 #include "hvd/hvd_version.h"
 #include "hvd_build_config.h"
+#if HVD_HAVE_NCCL
+#include "ops/nccl/nccl_backend.h"
+#endif
 
 using namespace hvd;
 
@@ -100,6 +103,13 @@ HVD_API const char* hvd_version_string(void) { return HVD_VERSION_STRING; }
 HVD_API int hvd_mpi_built(void) { return 1; }
 HVD_API int hvd_cuda_built(void) { return HVD_HAVE_CUDA; }
 HVD_API int hvd_nccl_built(void) { return HVD_HAVE_NCCL; }
+HVD_API int hvd_nccl_version(void) {
+#if HVD_HAVE_NCCL
+  return NcclBackend::version_code();
+#else
+  return 0;
+#endif
+}
 HVD_API int hvd_hwloc_built(void) { return HVD_HAVE_HWLOC; }
 
 HVD_API const char* hvd_mpi_library_version(void) {

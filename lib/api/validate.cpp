@@ -14,11 +14,82 @@ namespace hvd {
 
 Error require_runtime(const char* function, std::shared_ptr<Runtime>* rt) {
   *rt = current_runtime();
+  if (!*rt && in_forked_child()) return forked_child_error(function);
   if (!*rt)
     return make_error(HVD_ERR_NOT_INITIALIZED,
                       "%s called before hvd_init (or after hvd_shutdown): call hvd_init first",
                       function);
   return Error::success();
+}
+
+// The shape fields were carved from the reserved bytes: programs built against the
+// older header pass the same size, with zeros (no shape) where the fields now are.
+static_assert(sizeof(void*) != 8 || sizeof(hvd_op_options_t) == 120,
+              "hvd_op_options_t must keep its size (ABI)");
+static_assert(offsetof(hvd_op_options_t, shape) ==
+                  offsetof(hvd_op_options_t, allocator_user_data) + sizeof(void*),
+              "the shape fields follow allocator_user_data");
+
+namespace {
+
+Error read_options_shape(const OptionsShape& shape) {
+  if (shape.ndim < 0 || shape.ndim > HVD_MAX_NDIM)
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "options->ndim is %d; it must be 0 (no shape given) to %d", shape.ndim,
+                      HVD_MAX_NDIM);
+  if (shape.ndim > 0 && !shape.dims)
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "options->shape is NULL but options->ndim is %d; pass the %d dimensions "
+                      "or set ndim to 0",
+                      shape.ndim, shape.ndim);
+  for (int i = 0; i < shape.ndim; ++i)
+    if (shape.dims[i] < 0)
+      return make_error(HVD_ERR_INVALID_ARGUMENT,
+                        "options->shape[%d] is %lld; dimensions must be >= 0", i,
+                        static_cast<long long>(shape.dims[i]));
+  return Error::success();
+}
+
+std::string dims_text(const int64_t* dims, int ndim) {
+  std::string s = "[";
+  for (int i = 0; i < ndim; ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+Error check_options_shape(const OptionsShape& shape, int64_t count) {
+  if (shape.ndim == 0) return Error::success();
+  // Overflow-safe product: stop once it passes count.
+  int64_t product = 1;
+  bool over = false;
+  for (int i = 0; i < shape.ndim; ++i) {
+    const int64_t d = shape.dims[i];
+    if (d == 0) {
+      product = 0;
+      over = false;
+      break;
+    }
+    if (!over && product > count / d) over = true;
+    if (!over) product *= d;
+  }
+  if (over || product != count)
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "options->shape %s has %s elements but count is %lld; they must agree",
+                      dims_text(shape.dims, shape.ndim).c_str(),
+                      over ? "more" : std::to_string(product).c_str(),
+                      static_cast<long long>(count));
+  return Error::success();
+}
+
+void set_counted_shape(const OptionsShape& shape, int64_t count, TensorSpec* spec) {
+  if (shape.ndim > 0) {
+    spec->shape.assign(shape.dims, shape.dims + shape.ndim);
+    spec->shape_given = true;
+  } else {
+    spec->shape = {count};
+    spec->shape_given = false;
+  }
 }
 
 Error read_options(const hvd_op_options_t* options, OpOptions* out) {
@@ -40,6 +111,13 @@ Error read_options(const hvd_op_options_t* options, OpOptions* out) {
   if (has(offsetof(hvd_op_options_t, allocator), sizeof(void*))) out->allocator = options->allocator;
   if (has(offsetof(hvd_op_options_t, allocator_user_data), sizeof(void*)))
     out->allocator_data = options->allocator_user_data;
+  if (has(offsetof(hvd_op_options_t, shape), sizeof(void*)) &&
+      has(offsetof(hvd_op_options_t, ndim), sizeof(int32_t))) {
+    out->shape.dims = options->shape;
+    out->shape.ndim = options->ndim;
+    Error err = read_options_shape(out->shape);
+    if (!err.ok()) return err;
+  }
   if (!std::isfinite(out->prescale) || !std::isfinite(out->postscale))
     return make_error(HVD_ERR_INVALID_ARGUMENT,
                       "prescale_factor (%g) and postscale_factor (%g) must be finite numbers",
@@ -55,23 +133,12 @@ Error check_dtype(hvd_dtype_t dtype) {
   return Error::success();
 }
 
-Error check_reduce_op(hvd_reduce_op_t op, hvd_dtype_t dtype, const OpOptions& options) {
+Error check_reduce_op(hvd_reduce_op_t op) {
   if (!reduce_op_valid(op))
     return make_error(HVD_ERR_INVALID_ARGUMENT,
                       "reduce op %d is not an hvd_reduce_op_t (HVD_OP_AVERAGE = 0 ... "
                       "HVD_OP_PRODUCT = %d)",
                       static_cast<int>(op), HVD_OP_PRODUCT);
-  if (op == HVD_OP_ADASUM)
-    return make_error(HVD_ERR_UNSUPPORTED,
-                      "HVD_OP_ADASUM is not available in this version of libhvd; use "
-                      "HVD_OP_AVERAGE or HVD_OP_SUM");
-  if (dtype == HVD_BOOL && op == HVD_OP_AVERAGE)
-    return make_error(HVD_ERR_INVALID_ARGUMENT,
-                      "HVD_OP_AVERAGE is not defined for HVD_BOOL; use SUM (logical or) or MIN "
-                      "(logical and)");
-  if (dtype == HVD_BOOL && (options.prescale != 1.0 || options.postscale != 1.0))
-    return make_error(HVD_ERR_INVALID_ARGUMENT,
-                      "prescale/postscale factors cannot be applied to HVD_BOOL tensors");
   return Error::success();
 }
 
@@ -98,7 +165,8 @@ Error check_placement(const void* buffer, int32_t device, const std::string& nam
   return check_pointer(buffer, device, text.c_str());
 }
 
-Error check_shape(int ndim, const int64_t* shape, hvd_dtype_t dtype) {
+Error check_shape(int ndim, const int64_t* shape, hvd_dtype_t dtype, bool scalar_ok) {
+  if (ndim == 0 && scalar_ok) return Error::success();
   if (ndim < 1 || ndim > HVD_MAX_NDIM)
     return make_error(HVD_ERR_INVALID_ARGUMENT, "ndim is %d; it must be 1 to %d", ndim,
                       HVD_MAX_NDIM);
@@ -144,9 +212,38 @@ Error check_device(int32_t device) {
   return Error::success();
 }
 
-Error resolve_name(Runtime& rt, const char* name, const char* op, std::string* out) {
+Error check_root(int root_rank, const ProcessSet& set) {
+  const bool member = root_rank >= 0 && root_rank < static_cast<int>(set.set_rank_of.size()) &&
+                      set.set_rank_of[static_cast<size_t>(root_rank)] >= 0;
+  if (member) return Error::success();
+  // Runs of consecutive ranks are written "a..b", so a large set stays one line.
+  std::string ranks;
+  for (size_t i = 0; i < set.ranks.size();) {
+    size_t j = i;
+    while (j + 1 < set.ranks.size() && set.ranks[j + 1] == set.ranks[j] + 1) ++j;
+    ranks += (ranks.empty() ? "" : ", ") + std::to_string(set.ranks[i]);
+    if (j > i) ranks += (j == i + 1 ? ", " : "..") + std::to_string(set.ranks[j]);
+    i = j + 1;
+  }
+  return make_error(HVD_ERR_INVALID_ARGUMENT,
+                    "root_rank %d is not a rank of process set %d (its ranks: [%s]); root_rank "
+                    "is a global rank, and must be one of the set's",
+                    root_rank, set.id, ranks.c_str());
+}
+
+// The process set a call names, read before the options are validated so that the
+// automatic name is taken even when the call is then refused.
+static int32_t named_process_set(const hvd_op_options_t* options) {
+  if (!options || options->struct_size < offsetof(hvd_op_options_t, process_set_id) +
+                                             sizeof(int32_t))
+    return HVD_GLOBAL_PROCESS_SET;
+  return options->process_set_id;
+}
+
+Error resolve_name(Runtime& rt, const char* name, const char* op, int32_t process_set,
+                   std::string* out) {
   if (!name) {
-    *out = auto_name(rt, op);
+    *out = auto_name(rt, op, process_set);
     return Error::success();
   }
   size_t len = strnlen(name, kMaxNameBytes + 1);
@@ -157,22 +254,23 @@ Error resolve_name(Runtime& rt, const char* name, const char* op, std::string* o
   return Error::success();
 }
 
-Error begin(const char* function, const hvd_op_options_t* options, std::shared_ptr<Runtime>* rt,
-            OpOptions* opts, std::shared_ptr<ProcessSet>* set) {
-  Error err = require_runtime(function, rt);
+Error begin(const Call& call, const hvd_op_options_t* options, std::shared_ptr<Runtime>* rt,
+            OpOptions* opts, std::shared_ptr<ProcessSet>* set, std::string* resolved) {
+  Error err = require_runtime(call.function, rt);
+  if (err.ok())
+    err = resolve_name(**rt, call.name, call.op, named_process_set(options), resolved);
   if (err.ok()) err = read_options(options, opts);
   if (err.ok()) err = check_process_set(**rt, opts->process_set, set);
   return err;
 }
 
-Error check_group(Runtime& rt, int ntensors, std::initializer_list<ArrayArgument> arrays, const char* op,
-                  const char* name, std::string* base) {
+Error check_group(int ntensors, std::initializer_list<ArrayArgument> arrays, const char* op) {
   if (ntensors <= 0)
     return make_error(HVD_ERR_INVALID_ARGUMENT, "ntensors is %d; a group needs at least one tensor",
                       ntensors);
   for (const ArrayArgument& a : arrays)
     if (!a.pointer) return make_error(HVD_ERR_INVALID_ARGUMENT, "%s: %s must not be NULL", op, a.name);
-  return resolve_name(rt, name, op, base);
+  return Error::success();
 }
 
 std::string group_member_name(const std::string& base, int i) { return base + "." + std::to_string(i); }

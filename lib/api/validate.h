@@ -14,6 +14,12 @@
 
 namespace hvd {
 
+// The tensor's shape from the options (allreduce, broadcast); ndim 0: not given.
+struct OptionsShape {
+  const int64_t* dims = nullptr;
+  int32_t ndim = 0;
+};
+
 struct OpOptions {
   double prescale = 1.0;
   double postscale = 1.0;
@@ -22,6 +28,7 @@ struct OpOptions {
   void* stream = nullptr;
   hvd_allocator_fn allocator = nullptr;
   void* allocator_data = nullptr;
+  OptionsShape shape;
 };
 
 // The runtime, or HVD_ERR_NOT_INITIALIZED naming the function.
@@ -29,28 +36,39 @@ Error require_runtime(const char* function, std::shared_ptr<Runtime>* rt);
 
 Error read_options(const hvd_op_options_t* options, OpOptions* out);
 Error check_dtype(hvd_dtype_t dtype);
-Error check_reduce_op(hvd_reduce_op_t op, hvd_dtype_t dtype, const OpOptions& options);
+// That op is an hvd_reduce_op_t. Whether it suits the dtype and the scale factors is
+// decided in negotiation (reduction_error), on every rank alike.
+Error check_reduce_op(hvd_reduce_op_t op);
 Error check_buffer(const void* buffer, int64_t bytes, const char* what);
 Error check_count(int64_t count, hvd_dtype_t dtype);
 // For a device operation, that the buffer is memory of that device (where CUDA can
 // tell). Host operations are not checked: asking CUDA costs a call per tensor.
 Error check_placement(const void* buffer, int32_t device, const std::string& name, const char* what);
-Error check_shape(int ndim, const int64_t* shape, hvd_dtype_t dtype);
+// scalar_ok: ndim 0 passes here (shape may then be NULL); negotiation refuses it on
+// every rank, or reports the ranks that disagree on the number of dimensions.
+Error check_shape(int ndim, const int64_t* shape, hvd_dtype_t dtype, bool scalar_ok = false);
 Error check_handle_out(const hvd_handle_t* handle);
+// A shape given in the options must have count elements.
+Error check_options_shape(const OptionsShape& shape, int64_t count);
+// The spec's shape: the options' when given (negotiated and compared), else {count}.
+void set_counted_shape(const OptionsShape& shape, int64_t count, TensorSpec* spec);
 // The process set, and that this rank is a member of it.
 Error check_process_set(Runtime& rt, int32_t id, std::shared_ptr<ProcessSet>* set);
 Error check_device(int32_t device);
-// Name given, or the automatic one; refuses names too long to send.
-Error resolve_name(Runtime& rt, const char* name, const char* op, std::string* out);
+// A broadcast root: a global rank that is a member of the set (as Horovod's root_rank).
+Error check_root(int root_rank, const ProcessSet& set);
+// Name given, or the automatic one (counted per process set); refuses names too long
+// to send.
+Error resolve_name(Runtime& rt, const char* name, const char* op, int32_t process_set,
+                   std::string* out);
 
 // A grouped call's checks: a positive tensor count and every per-tensor array given
-// (named in the message when NULL); *base is the group's resolved name.
+// (named in the message when NULL).
 struct ArrayArgument {
   const void* pointer;
   const char* name;
 };
-Error check_group(Runtime& rt, int ntensors, std::initializer_list<ArrayArgument> arrays, const char* op,
-                  const char* name, std::string* base);
+Error check_group(int ntensors, std::initializer_list<ArrayArgument> arrays, const char* op);
 // Member i of a group is named "<base>.<i>".
 std::string group_member_name(const std::string& base, int i);
 // Builds each member's request with make_member(i, member name, &request), marks it
@@ -67,9 +85,18 @@ Error enqueue_group(Runtime& rt, int ntensors, const std::string& base, MakeMemb
   return enqueue(rt, std::move(requests), handle);
 }
 
-// Common checks of every tensor operation: the runtime, the options, the process set.
-Error begin(const char* function, const hvd_op_options_t* options, std::shared_ptr<Runtime>* rt,
-            OpOptions* opts, std::shared_ptr<ProcessSet>* set);
+// Common steps of every tensor operation: the runtime, then the name (op is the
+// automatic name's prefix), then the options and the process set. The automatic name
+// is taken before anything can refuse the call, so that the per-process counter
+// advances on every rank alike whatever the call's fate here: a call refused on one
+// rank leaves later unnamed calls matched across ranks.
+struct Call {
+  const char* function;  // for messages: "hvd_allreduce_async"
+  const char* op;        // automatic names: "<op>.noname.<n>"
+  const char* name;      // the caller's, or NULL
+};
+Error begin(const Call& call, const hvd_op_options_t* options, std::shared_ptr<Runtime>* rt,
+            OpOptions* opts, std::shared_ptr<ProcessSet>* set, std::string* resolved);
 // The request skeleton: name, op, dtype and the options' fields.
 Request make_request(std::string name, const OpOptions& opts, OpType op, hvd_dtype_t dtype);
 

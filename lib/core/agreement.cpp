@@ -27,6 +27,8 @@ std::string double_text(double d) {
 struct Field {
   const char* what;
   std::function<std::string(const TensorSpec&)> describe;
+  // Ranks whose spec this returns false for take no part in the comparison.
+  bool (*applies)(const TensorSpec&) = nullptr;
 };
 
 // Groups ranks by the value they announced: "rank 0: 10; ranks 1, 2: 12".
@@ -57,6 +59,25 @@ std::string group_ranks(const std::vector<std::string>& values, const std::vecto
 
 }  // namespace
 
+Error reduction_error(const std::string& name, const TensorSpec& spec) {
+  if (spec.reduce_op == HVD_OP_ADASUM)
+    return make_error(HVD_ERR_UNSUPPORTED,
+                      "tensor '%s': HVD_OP_ADASUM is not available in this version of libhvd; "
+                      "use HVD_OP_AVERAGE or HVD_OP_SUM",
+                      name.c_str());
+  if (spec.dtype == HVD_BOOL && spec.reduce_op == HVD_OP_AVERAGE)
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "tensor '%s': HVD_OP_AVERAGE is not defined for HVD_BOOL; use SUM (logical "
+                      "or) or MIN (logical and)",
+                      name.c_str());
+  if (spec.dtype == HVD_BOOL && (spec.prescale != 1.0 || spec.postscale != 1.0))
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "tensor '%s': prescale/postscale factors cannot be applied to HVD_BOOL "
+                      "tensors",
+                      name.c_str());
+  return Error::success();
+}
+
 Response agree(const std::string& key, const std::string& name,
                const std::vector<TensorSpec>& specs, const std::vector<int>& world_ranks) {
   Response response;
@@ -66,14 +87,17 @@ Response agree(const std::string& key, const std::string& name,
   const OpType op = specs[0].op;
   const bool rows_differ = op == OpType::Allgather || op == OpType::Alltoall;
 
+  const bool counted = op == OpType::Allreduce || op == OpType::Broadcast;
   std::vector<Field> fields = {
       {"operation", [](const TensorSpec& s) { return std::string(op_type_name(s.op)); }},
       {"dtype", [](const TensorSpec& s) { return std::string(dtype_name(s.dtype)); }},
       // Each rank computes on its own GPU: only host against device memory differs.
       {"device", [](const TensorSpec& s) { return std::string(s.device == HVD_DEVICE_CPU ? "cpu" : "gpu"); }},
-      {"number of dimensions",
-       [](const TensorSpec& s) { return std::to_string(s.shape.size()); }},
   };
+  // Allreduce and broadcast compare the shape itself (below), whose number of
+  // dimensions is part of it and may be absent on a rank that gave a count.
+  if (!counted)
+    fields.push_back({"number of dimensions", [](const TensorSpec& s) { return std::to_string(s.shape.size()); }});
   if (op == OpType::Allreduce || op == OpType::Reducescatter) {
     fields.push_back({"reduce op", [](const TensorSpec& s) {
                         return std::string(reduce_op_name(s.reduce_op));
@@ -84,7 +108,11 @@ Response agree(const std::string& key, const std::string& name,
   }
   if (op == OpType::Broadcast)
     fields.push_back({"root rank", [](const TensorSpec& s) { return std::to_string(s.root); }});
-  if (op == OpType::Allreduce || op == OpType::Broadcast) {
+  if (counted) {
+    // Ranks that gave a shape must agree on it (Horovod compares shapes); then every
+    // rank on the element count, which is all a rank that gave no shape states.
+    fields.push_back({"shape", [](const TensorSpec& s) { return shape_text(s.shape, 0); },
+                      [](const TensorSpec& s) { return s.shape_given; }});
     fields.push_back({"count", [](const TensorSpec& s) { return std::to_string(s.num_elements()); }});
   } else if (op == OpType::Reducescatter) {
     fields.push_back({"shape", [](const TensorSpec& s) { return shape_text(s.shape, 0); }});
@@ -106,17 +134,32 @@ Response agree(const std::string& key, const std::string& name,
 
   for (const Field& field : fields) {
     std::vector<std::string> values;
+    std::vector<int> ranks;
     bool differ = false;
-    for (const TensorSpec& s : specs) {
-      values.push_back(field.describe(s));
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (field.applies && !field.applies(specs[i])) continue;
+      values.push_back(field.describe(specs[i]));
+      ranks.push_back(world_ranks[i]);
       differ = differ || values.back() != values.front();
     }
     if (differ) {
       response.error = make_error(HVD_ERR_MISMATCH, "tensor '%s': ranks disagree on the %s: %s",
-                                  name.c_str(), field.what,
-                                  group_ranks(values, world_ranks).c_str());
+                                  name.c_str(), field.what, group_ranks(values, ranks).c_str());
       return response;
     }
+  }
+
+  if (op == OpType::Allreduce || op == OpType::Reducescatter) {
+    response.error = reduction_error(name, response.spec);
+    if (!response.error.ok()) return response;
+  }
+  if ((op == OpType::Allgather || op == OpType::Reducescatter || op == OpType::Alltoall) &&
+      response.spec.shape.empty()) {
+    response.error = make_error(HVD_ERR_INVALID_ARGUMENT,
+                                "tensor '%s': %s needs a tensor of at least one dimension (rows "
+                                "along the first); every rank passed a scalar (ndim 0)",
+                                name.c_str(), op_type_name(op));
+    return response;
   }
 
   if (op == OpType::Allgather) {

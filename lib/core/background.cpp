@@ -51,8 +51,19 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
                           runtime.cross_rank, runtime.cross_size, runtime.homogeneous,
                           runtime.num_nodes, runtime.max_local_size,
                           runtime.local_rank == 0 ? runtime.cross : MPI_COMM_NULL},
-               runtime.node_of, runtime.local_rank_of, runtime.rank, &runtime.counters) {
+               runtime.node_of, runtime.local_rank_of, runtime.rank, &runtime.counters),
+      watchdog_(
+          runtime.params.op_timeout_s, runtime.rank, &runtime.sets,
+          [this] {
+            if (device_) device_->abort_communicators();
+          },
+          [this] { return controller_.describe_pending(8); }) {
   host_.set_piece_bytes(rt_.params.fusion_piece_bytes);
+  // How long a request may wait on the response cache before it is announced by name
+  // for the stall inspector: half the warning time, at most a second (a healthy job's
+  // ranks are milliseconds apart, so it never pays for it).
+  if (!rt_.params.stall_check_disable && rt_.params.stall_check_time_s > 0)
+    stall_probe_s_ = std::min(1.0, rt_.params.stall_check_time_s / 2);
   executor_.set_hierarchical(&hier_);
   executor_.set_hierarchical_allgather(&hier_ag_);
   executor_.use_hierarchical_allgather(rt_.params.hierarchical_allgather);
@@ -312,6 +323,12 @@ void BackgroundLoop::wait_for_round() {
   while (true) {
     if (poll_doorbell()) return;
     if (rt_.rank == 0) inspect_stalls();
+    // A request waiting long on the response cache is announced by name (see
+    // fill_bits); that needs a round, which nothing else would start.
+    if (stall_probe_s_ > 0 && controller_.has_cached_wait_before(now_seconds() - stall_probe_s_)) {
+      ring_doorbells();
+      return;
+    }
     int64_t timeout_us = idle_poll_us;
     if (mode_ == Mode::Waiting) {
       double left = deadline - now_seconds();
@@ -355,21 +372,33 @@ void BackgroundLoop::inspect_stalls() {
   double now = now_seconds();
   if (now - last_stall_check_ < 1.0) return;
   last_stall_check_ = now;
-  for (const Controller::Stalled& s : controller_.stalled(now - rt_.params.stall_check_time_s)) {
-    if (stall_warned_.insert(s.key).second)
+  const double interval = rt_.params.stall_check_time_s;
+  // Keys that are no longer stalled drop out here, so a later stall of the same
+  // tensor is warned about afresh.
+  std::unordered_map<std::string, StallWarning> warned;
+  for (const Controller::Stalled& s : controller_.stalled(now - interval)) {
+    StallWarning w{s.first_seen, 0};
+    auto it = stall_warned_.find(s.key);
+    if (it != stall_warned_.end() && it->second.first_seen == s.first_seen) w = it->second;
+    // Once per tensor per interval: at the warning time, then every interval after.
+    if (w.last_warning == 0 || now - w.last_warning >= interval) {
       HVD_LOG(Warning,
-              "tensor '%s' has waited %.0f s for ranks %s: they have not submitted it (a "
-              "rank stopped, skipped the tensor or named it differently)",
-              s.name.c_str(), now - s.first_seen, rank_list(s.missing_ranks).c_str());
+              "tensor '%s' (process set %d) has waited %.0f s for rank(s) %s: they have not "
+              "submitted it (a rank stopped, skipped the tensor or named it differently)",
+              s.name.c_str(), s.process_set, now - s.first_seen, rank_list(s.missing_ranks).c_str());
+      w.last_warning = now;
+    }
     double limit = rt_.params.stall_shutdown_time_s;
     if (limit > 0 && now - s.first_seen >= limit) {
       controller_.decide_timeout(
           s, "tensor '" + s.name + "' timed out after " + std::to_string(static_cast<int>(limit)) +
                  " s (HOROVOD_STALL_SHUTDOWN_TIME_SECONDS): ranks " + rank_list(s.missing_ranks) +
                  " never submitted it");
-      stall_warned_.erase(s.key);
+      continue;
     }
+    warned.emplace(s.key, w);
   }
+  stall_warned_.swap(warned);
 }
 
 Error BackgroundLoop::run_round(bool* shutdown) {
@@ -381,12 +410,15 @@ Error BackgroundLoop::run_round(bool* shutdown) {
   }
   if (rt_.rank == 0 && mode_ != Mode::Idle) inspect_stalls();
 
-  controller_.fill_bits(bits_.data(), rt_.shutdown_requested.load());
+  controller_.fill_bits(bits_.data(), rt_.shutdown_requested.load(),
+                        stall_probe_s_ > 0 ? now_seconds() - stall_probe_s_ : -1.0);
   MPI_Request request;
   int rc = MPI_Iallreduce(bits_.data(), bits_result_.data(), static_cast<int>(bits_.size()),
                           MPI_UINT64_T, MPI_BAND, rt_.control, &request);
   if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Iallreduce (negotiation)");
+  watchdog_.begin_negotiation();
   Error err = wait_request(&request);
+  watchdog_.end();
   if (!err.ok()) return err;
   rt_.rounds.fetch_add(1, std::memory_order_relaxed);
   RoundFlags flags = controller_.apply_bits(bits_result_.data());
@@ -394,6 +426,7 @@ Error BackgroundLoop::run_round(bool* shutdown) {
   if (flags.any_announcements) {
     message_.clear();
     controller_.encode_message(&message_);
+    watchdog_.begin_negotiation();
     int mine = static_cast<int>(message_.size());
     std::vector<int> counts(rt_.size), displs(rt_.size);
     rc = MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, rt_.control);
@@ -408,6 +441,7 @@ Error BackgroundLoop::run_round(bool* shutdown) {
     gathered_.resize(static_cast<size_t>(total));
     rc = MPI_Allgatherv(message_.data(), mine, MPI_BYTE, gathered_.data(), counts.data(),
                         displs.data(), MPI_BYTE, rt_.control);
+    watchdog_.end();
     if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Allgatherv (negotiation)");
     err = controller_.apply_messages(gathered_, counts, displs);
     if (!err.ok()) return err;
@@ -421,9 +455,13 @@ Error BackgroundLoop::run_round(bool* shutdown) {
   if (!ready.empty()) {
     Timeline& timeline = process_timeline();
     if (timeline.enabled())
-      for (const Response& r : ready) timeline.negotiate_end(r.key);
+      for (const Response& r : ready) timeline.negotiate_end(timeline_row(r.spec, r.name));
     std::vector<Batch> batches = plan_batches(ready, fusion_);
-    for (const Batch& batch : batches) executor_.run(batch, ready_, controller_);
+    for (const Batch& batch : batches) {
+      watchdog_.begin(&batch, &ready_);
+      executor_.run(batch, ready_, controller_);
+      watchdog_.end();
+    }
     if (tuner_) observe_for_tuning(ready, batches);
     if (timeline.enabled())
       timeline.counters("traffic_bytes", static_cast<int64_t>(rt_.counters.local_bytes.load()),
@@ -461,6 +499,7 @@ void BackgroundLoop::run() {
     bool shutdown = false;
     Error err = run_round(&shutdown);
     if (!err.ok()) {
+      watchdog_.end();  // the round stopped half-way: nothing is in flight any more
       HVD_LOG(Error, "background loop stopped: %s", err.message.c_str());
       exit_reason = err;
       break;

@@ -13,7 +13,7 @@
 #pragma once
 
 #include <cstdint>
-#include <set>
+#include <unordered_map>
 #include <span>
 #include <string>
 #include <vector>
@@ -22,6 +22,7 @@
 
 #include "core/controller.h"
 #include "core/execute.h"
+#include "core/op_watchdog.h"
 #include "core/runtime.h"
 #include "fusion/planner.h"
 #include "tune/parameter_manager.h"
@@ -88,8 +89,13 @@ class BackgroundLoop {
 
   MPI_Request doorbell_request_ = MPI_REQUEST_NULL;
   int64_t doorbell_value_ = 0;
-  std::set<std::string> stall_warned_;
+  struct StallWarning {
+    double first_seen;    // of the stall warned about
+    double last_warning;  // 0: not yet
+  };
+  std::unordered_map<std::string, StallWarning> stall_warned_;  // rank 0
   double last_stall_check_ = 0;
+  double stall_probe_s_ = 0;  // 0: cached requests are never announced for the inspector
 
   std::vector<uint64_t> bits_;
   std::vector<uint64_t> bits_result_;
@@ -97,6 +103,8 @@ class BackgroundLoop {
   std::vector<uint8_t> gathered_;
   std::vector<Response> ready_;  // this round's responses (capacity reused)
   std::vector<Request> fresh_;   // requests drained this round (capacity reused)
+  // Last: it is stopped before anything it may read in flight (device_, ready_) goes.
+  OpWatchdog watchdog_;
 };
 
 }  // namespace hvd

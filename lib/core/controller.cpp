@@ -1,6 +1,8 @@
 #include "core/controller.h"
 
 #include <algorithm>
+#include <string_view>
+#include <unordered_set>
 
 #include "core/agreement.h"
 #include "core/log.h"
@@ -39,6 +41,7 @@ void Controller::intake(std::vector<Request>&& requests) {
   // Requests come in runs of one process set: look the set up once per run.
   int32_t set_id = -1;
   std::shared_ptr<ProcessSet> set;
+  const double now = now_seconds();
   for (Request& r : requests) {
     auto node = spare_pending_.take();
     std::string& key = node.key();
@@ -46,6 +49,7 @@ void Controller::intake(std::vector<Request>&& requests) {
     Local& local = node.mapped();
     local.cache_slot = -1;
     local.announced = false;
+    local.since = now;
     int slot = cache_.find(key);
     if (slot >= 0) {
       if (r.spec.process_set != set_id || !set) {
@@ -71,7 +75,13 @@ void Controller::intake(std::vector<Request>&& requests) {
   }
 }
 
-void Controller::fill_bits(uint64_t* words, bool shutdown_requested) const {
+bool Controller::has_cached_wait_before(double time) const {
+  for (const auto& kv : pending_)
+    if (kv.second.cache_slot >= 0 && kv.second.since < time) return true;
+  return false;
+}
+
+void Controller::fill_bits(uint64_t* words, bool shutdown_requested, double stale_before) const {
   std::fill(words, words + words_, 0);
   std::fill(words + words_, words + 2 * words_, ~uint64_t{0});
   // Slots of sets this rank is not in are always "ready" here. Only slots outside the
@@ -103,8 +113,12 @@ void Controller::fill_bits(uint64_t* words, bool shutdown_requested) const {
   bool only_cached = unannounced_.empty() && decisions_.empty();
   for (const auto& kv : pending_) {
     const int slot = kv.second.cache_slot;
-    if (slot >= 0) words[slot / 64] |= uint64_t{1} << (slot % 64);
-    else only_cached = false;
+    if (slot < 0) {
+      only_cached = false;
+      continue;
+    }
+    words[slot / 64] |= uint64_t{1} << (slot % 64);
+    if (kv.second.since < stale_before) words[words_ + slot / 64] &= ~(uint64_t{1} << (slot % 64));
   }
   for (int slot : invalid_slots_) words[words_ + slot / 64] &= ~(uint64_t{1} << (slot % 64));
   uint64_t flags = 0;
@@ -184,6 +198,7 @@ size_t Controller::set_cache_enabled(bool enabled) {
 
 void Controller::encode_message(std::vector<uint8_t>* out) {
   WireMessage message;
+  const double now = now_seconds();
   for (const std::string& key : unannounced_) {
     auto it = pending_.find(key);
     if (it == pending_.end() || it->second.announced) continue;
@@ -192,6 +207,7 @@ void Controller::encode_message(std::vector<uint8_t>* out) {
     e.kind = WireKind::Request;
     e.name = it->second.request.name;
     e.spec = it->second.request.spec;
+    e.waited = std::max(0.0, now - it->second.since);
     message.entries.push_back(std::move(e));
   }
   unannounced_.clear();
@@ -250,14 +266,17 @@ Error Controller::apply_messages(const std::vector<uint8_t>& data, const std::ve
         a.process_set = e.spec.process_set;
         a.specs.resize(set->size());
         a.have.assign(set->size(), 0);
-        a.first_seen = now;
+        a.first_seen = now - e.waited;
         table_order_.push_back(key);
       }
+      // A stall is as old as the longest wait of any rank that announced the tensor.
+      a.first_seen = std::min(a.first_seen, now - e.waited);
       if (a.have[set_rank]) continue;
       a.have[set_rank] = 1;
       if (timeline_ && timeline_->enabled()) {
-        if (fresh) timeline_->negotiate_start(key, op_type_label(e.spec.op));
-        timeline_->negotiate_rank_ready(key, rank);
+        const std::string row = timeline_row(e.spec, e.name);
+        if (fresh) timeline_->negotiate_start(row, op_type_label(e.spec.op));
+        timeline_->negotiate_rank_ready(row, rank);
       }
       a.specs[set_rank] = std::move(e.spec);
       ++a.count;
@@ -441,7 +460,11 @@ std::vector<Request> Controller::take_all_local() {
 
 std::vector<Controller::Stalled> Controller::stalled(double older_than) const {
   std::vector<Stalled> out;
+  // A key comes back to table_order_ each time its tensor is announced anew, and the
+  // list is compacted only now and then: report each key once.
+  std::unordered_set<std::string_view> seen;
   for (const std::string& key : table_order_) {
+    if (!seen.insert(key).second) continue;
     auto it = table_.find(key);
     if (it == table_.end() || it->second.first_seen > older_than) continue;
     const Announcement& a = it->second;
@@ -451,6 +474,24 @@ std::vector<Controller::Stalled> Controller::stalled(double older_than) const {
     for (int i = 0; i < set->size(); ++i)
       if (!a.have[i]) s.missing_ranks.push_back(set->ranks[i]);
     out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::string Controller::describe_pending(size_t max_names) const {
+  std::string out;
+  size_t listed = 0;
+  OpType last = OpType::Join;
+  bool first = true;
+  for (const auto& kv : pending_) {
+    if (listed == max_names) return out + ", ... (" + std::to_string(pending_.size()) + " tensors)";
+    const Request& r = kv.second.request;
+    if (first || r.spec.op != last) out += std::string(first ? "" : ", ") + op_type_name(r.spec.op) + " of ";
+    else out += ", ";
+    out += "'" + r.name + "'";
+    last = r.spec.op;
+    first = false;
+    ++listed;
   }
   return out;
 }

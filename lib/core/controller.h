@@ -48,7 +48,13 @@ class Controller {
   bool has_unannounced() const { return !unannounced_.empty(); }
 
   size_t bit_words() const { return 2 * words_ + 1; }
-  void fill_bits(uint64_t* words, bool shutdown_requested) const;
+  // stale_before: a local request that has waited on a cache slot since before this
+  // time marks the slot invalid, so every rank drops it and announces the tensor by
+  // name: the stall inspector then sees which ranks have not submitted it (the AND of
+  // ready bits cannot say). Cheap for a healthy job: one announcement per long wait.
+  void fill_bits(uint64_t* words, bool shutdown_requested, double stale_before) const;
+  // Whether some local request has waited on a cache slot since before the time.
+  bool has_cached_wait_before(double time) const;
   // Reads the ANDed vector: queues cached responses that every rank is ready for and
   // drops invalidated cache slots (their local requests are announced again).
   RoundFlags apply_bits(const uint64_t* words);
@@ -83,6 +89,10 @@ class Controller {
   std::vector<Stalled> stalled(double older_than) const;
   void decide_timeout(const Stalled& stalled, const std::string& message);
 
+  // "allreduce of 'a', 'b', broadcast of 'c'": this rank's pending requests, at most
+  // max_names names (the operation watchdog's line for a stuck negotiation round).
+  std::string describe_pending(size_t max_names) const;
+
   ResponseCache& cache() { return cache_; }
 
   // Turns the response cache on (empty, at the configured capacity) or off (dropped).
@@ -115,6 +125,7 @@ class Controller {
     Request request;
     int cache_slot = -1;    // >= 0: waiting for the AND of slot's ready bits
     bool announced = false;
+    double since = 0;       // when this rank took the request in
   };
   struct Announcement {
     std::string name;

@@ -58,8 +58,13 @@ Error wait_handle(hvd_handle_t handle, int64_t spin_us) {
   return state->result();
 }
 
-std::string auto_name(Runtime& rt, const char* op) {
-  return std::string(op) + ".noname." + std::to_string(rt.auto_name_counter.fetch_add(1));
+std::string auto_name(Runtime& rt, const char* op, int32_t process_set) {
+  int64_t n;
+  {
+    std::lock_guard<std::mutex> lock(rt.auto_name_mutex);
+    n = rt.auto_name_counters[process_set]++;
+  }
+  return std::string(op) + ".noname." + std::to_string(n);
 }
 
 }  // namespace hvd

@@ -26,7 +26,9 @@ int64_t wait_spin_us();
 // spin_us: how long to poll before sleeping.
 Error wait_handle(hvd_handle_t handle, int64_t spin_us);
 
-// The name used for a call without one: "<op>.noname.<n>", n counting per process.
-std::string auto_name(Runtime& rt, const char* op);
+// The name used for a call without one: "<op>.noname.<n>", n counting the calls this
+// process made on that process set (so ranks of a set stay in step whatever else
+// they call on other sets).
+std::string auto_name(Runtime& rt, const char* op, int32_t process_set);
 
 }  // namespace hvd

@@ -1,6 +1,8 @@
 #include "core/execute.h"
 
+#include <cctype>
 #include <cstring>
+#include <string>
 
 #include "core/dtype.h"
 #include "core/log.h"
@@ -15,6 +17,42 @@ hvd_reduce_op_t transport_op(hvd_reduce_op_t op) {
 
 int divisor_of(const TensorSpec& spec, const ProcessSet& set) {
   return spec.reduce_op == HVD_OP_AVERAGE ? set.size() : 1;
+}
+
+Error broadcast_root(const Response& r, const ProcessSet& set, int* root) {
+  *root = set.set_rank(r.spec.root);
+  if (*root < 0)
+    return make_error(HVD_ERR_INTERNAL, "tensor '%s': broadcast root %d is not in process set %d",
+                      r.name.c_str(), r.spec.root, set.id);
+  return Error::success();
+}
+
+std::string horovod_dtype_label(hvd_dtype_t dtype) {
+  std::string label = "HOROVOD_";
+  for (const char* c = dtype_name(dtype); *c; ++c)
+    label.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(*c))));
+  return label;
+}
+
+std::string output_shape_text(const Response& r, const ProcessSet& set) {
+  const int me = set.my_set_rank, size = set.size();
+  TensorSpec s = r.spec_for(me, size);
+  if (!s.shape.empty()) {
+    int64_t rows = s.shape[0];
+    if (r.spec.op == OpType::Allgather) {
+      rows = 0;
+      for (int64_t x : r.per_rank) rows += x;
+    } else if (r.spec.op == OpType::Alltoall && r.per_rank.size() == static_cast<size_t>(size) * size) {
+      rows = 0;
+      for (int q = 0; q < size; ++q) rows += r.per_rank[static_cast<size_t>(q) * size + me];
+    } else if (r.spec.op == OpType::Reducescatter) {
+      rows = s.shape[0] / size + (me < s.shape[0] % size ? 1 : 0);
+    }
+    s.shape[0] = rows;
+  }
+  std::string text = "[";
+  for (size_t i = 0; i < s.shape.size(); ++i) text += (i ? ", " : "") + std::to_string(s.shape[i]);
+  return text + "]";
 }
 
 std::vector<int64_t> displacements(const std::vector<int64_t>& counts) {
@@ -59,9 +97,13 @@ void Executor::run(const Batch& batch, const std::vector<Response>& responses,
   if (tracing_) {
     batch_keys_.clear();
     for (size_t i : batch.items) {
-      batch_keys_.push_back(responses[i].key);
-      timeline_->op_start(responses[i].key, op_type_label(responses[i].spec.op),
-                          batch.bytes / static_cast<int64_t>(batch.items.size()));
+      const Response& r = responses[i];
+      batch_keys_.push_back(timeline_row(r.spec, r.name));
+      // The tensor's own bytes (this rank's part for allgather and alltoall), not a
+      // share of the batch's.
+      const int64_t bytes = r.spec_for(set->my_set_rank, set->size()).num_elements() *
+                            static_cast<int64_t>(dtype_size(r.spec.dtype));
+      timeline_->op_start(batch_keys_.back(), op_type_label(r.spec.op), bytes);
     }
   }
 
@@ -85,8 +127,17 @@ void Executor::run(const Batch& batch, const std::vector<Response>& responses,
     result = dispatch(batch, responses, locals, *set);
   }
   if (tracing_) {
-    for (const std::string& key : batch_keys_)
-      timeline_->op_end(key, result.ok() ? std::string_view("OK") : std::string_view(result.message));
+    const std::string_view status = result.ok() ? std::string_view("OK") : std::string_view(result.message);
+    for (size_t k = 0; k < batch.items.size(); ++k) {
+      const Response& r = responses[batch.items[k]];
+      if (op == OpType::Barrier || op == OpType::Join || op == OpType::ProcessSetAdd ||
+          op == OpType::ProcessSetRemove) {
+        timeline_->op_end(batch_keys_[k], status);
+      } else {
+        timeline_->op_end(batch_keys_[k], status, horovod_dtype_label(r.spec.dtype),
+                          output_shape_text(r, *set));
+      }
+    }
   }
   taken_.resize(have);
   if (have) complete_(taken_, result);
@@ -216,7 +267,12 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
 Error Executor::broadcast(const Response& r, Request* local, const ProcessSet& set) {
   const int64_t count = r.spec.num_elements();
   void* buffer = local ? local->recv : scratch(static_cast<size_t>(count) * dtype_size(r.spec.dtype), false);
-  return host_->broadcast(buffer, count, r.spec.dtype, r.spec.root, set);
+  int root = 0;
+  HVD_RETURN_IF_ERROR(broadcast_root(r, set, &root));
+  activity_start("MPI_BCAST");
+  Error err = host_->broadcast(buffer, count, r.spec.dtype, root, set);
+  activity_end();
+  return err;
 }
 
 }  // namespace hvd

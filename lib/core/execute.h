@@ -88,7 +88,7 @@ class Executor {
   bool use_hier_ag_ = false;
   DeviceEngine* device_ = nullptr;
   Timeline* timeline_ = nullptr;
-  std::vector<std::string> batch_keys_;  // the running batch's tensors, for the timeline
+  std::vector<std::string> batch_keys_;  // the running batch's timeline rows
   bool tracing_ = false;                 // the timeline records this batch
   std::string device_error_ = "this rank has no usable GPU";
   std::vector<unsigned char> fusion_buffer_;
@@ -109,6 +109,14 @@ std::vector<int64_t> reducescatter_counts(const TensorSpec& spec, int size);
 // and that divisor for a tensor of the set.
 hvd_reduce_op_t transport_op(hvd_reduce_op_t op);
 int divisor_of(const TensorSpec& spec, const ProcessSet& set);
+// The timeline's words for a finished tensor, as Horovod writes them: its dtype
+// ("HOROVOD_FLOAT32") and its output's shape on this rank ("[2, 3]"; allgather: all
+// ranks' rows, reducescatter: this rank's block, alltoall: the rows received).
+std::string horovod_dtype_label(hvd_dtype_t dtype);
+std::string output_shape_text(const Response& r, const ProcessSet& set);
+// A broadcast's root as a rank of its set: the spec carries the global rank, as the
+// caller passed it (every rank validated it at enqueue).
+Error broadcast_root(const Response& r, const ProcessSet& set, int* root);
 
 // Output memory for results of negotiated size (allgather, alltoall): the request's
 // allocator, else malloc (released by hvd_free). Never NULL for a successful return;

@@ -5,6 +5,7 @@
 // exactly as host tensors do.
 #include <cstring>
 #include <memory>
+#include <string>
 
 #include "core/dtype.h"
 #include "core/execute.h"
@@ -21,6 +22,12 @@ Error device_output(const Request& r, size_t bytes, void** out) {
                       "in the options (hvd_free releases host memory only)",
                       r.name.c_str(), op_type_name(r.spec.op));
   return allocate_output(r, bytes, out);
+}
+
+// The timeline's name of a device collective, as Horovod's: NCCL_ALLREDUCE when NCCL
+// runs it, MPI_ALLREDUCE when it is staged through host memory.
+std::string device_activity(const Backend& backend, const char* op) {
+  return std::string(std::strcmp(backend.name(), "nccl") == 0 ? "NCCL_" : "MPI_") + op;
 }
 
 }  // namespace
@@ -51,16 +58,23 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
       // The same choice as for host tensors: from parameters equal on every rank.
       HierarchicalAllreduce* hier =
           hierarchical_allreduce(set) ? hier_ : nullptr;
-      activity_start(hier ? "HIERARCHICAL_ALLREDUCE" : "DEVICE_ALLREDUCE");
+      activity_start(hier ? "HIERARCHICAL_ALLREDUCE"
+                          : device_activity(engine.backend_for(spec.dtype, true), "ALLREDUCE").c_str());
       err = engine.allreduce(tensors, spec.dtype, spec.reduce_op, spec.prescale, spec.postscale, set,
                              hier);
       activity_end();
       break;
     }
-    case OpType::Broadcast:
-      err = engine.backend_for(spec.dtype, false)
-                .broadcast(locals[0]->recv, spec.num_elements(), spec.dtype, spec.root, set);
+    case OpType::Broadcast: {
+      int root = 0;
+      err = broadcast_root(responses[batch.items.front()], set, &root);
+      if (!err.ok()) break;
+      Backend& backend = engine.backend_for(spec.dtype, false);
+      activity_start(device_activity(backend, "BCAST").c_str());
+      err = backend.broadcast(locals[0]->recv, spec.num_elements(), spec.dtype, root, set);
+      activity_end();
       break;
+    }
     case OpType::Reducescatter: {
       std::vector<DeviceScatterTensor> tensors;
       for (size_t k = 0; k < batch.items.size(); ++k)
@@ -87,7 +101,7 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
           err = engine.hierarchical_allgather(hier_ag_)
                     .allgatherv(locals[k]->send, out, counts, displacements(counts), r.spec.dtype);
         } else {
-          activity_start("DEVICE_ALLGATHER");
+          activity_start(device_activity(engine.backend_for(r.spec.dtype, false), "ALLGATHER").c_str());
           err = engine.backend_for(r.spec.dtype, false)
                     .allgatherv(locals[k]->send, out, counts, displacements(counts), r.spec.dtype, set);
         }
@@ -108,9 +122,11 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
       err = device_output(*locals[0], static_cast<size_t>(total) * dtype_size(spec.dtype), &out);
       if (!err.ok()) break;
       outputs.push_back(out);
-      err = engine.backend_for(spec.dtype, false)
-                .alltoallv(locals[0]->send, send_counts, displacements(send_counts), out, recv_counts,
-                           displacements(recv_counts), spec.dtype, set);
+      Backend& backend = engine.backend_for(spec.dtype, false);
+      activity_start(device_activity(backend, "ALLTOALL").c_str());
+      err = backend.alltoallv(locals[0]->send, send_counts, displacements(send_counts), out, recv_counts,
+                              displacements(recv_counts), spec.dtype, set);
+      activity_end();
       break;
     }
     default:

@@ -54,12 +54,14 @@ Error Executor::allgather(const Batch& batch, const std::vector<Response>& respo
   // Outputs first: a failed allocation must not leave this rank out of the collective.
   Error alloc_error;
   std::vector<void*> outputs(n, nullptr);
+  activity_start("ALLOCATE_OUTPUT");
   for (size_t k = 0; k < n; ++k) {
     const Response& r = responses[batch.items[k]];
     size_t bytes = static_cast<size_t>(sum(r.per_rank) * row[k]) * esize;
     Error err = allocate_output(*locals[k], bytes, &outputs[k]);
     if (!err.ok() && alloc_error.ok()) alloc_error = err;
   }
+  activity_end();
 
   Error err;
   if (n == 1 && outputs[0]) {
@@ -68,14 +70,17 @@ Error Executor::allgather(const Batch& batch, const std::vector<Response>& respo
   } else {
     unsigned char* buffer = fusion_buffer(static_cast<size_t>(total) * esize).data();
     size_t offset = static_cast<size_t>(displs[me]) * esize;
+    activity_start("MEMCPY_IN_FUSION_BUFFER");
     for (size_t k = 0; k < n; ++k) {
       const Response& r = responses[batch.items[k]];
       size_t bytes = static_cast<size_t>(r.per_rank[me] * row[k]) * esize;
       if (bytes) std::memcpy(buffer + offset, locals[k]->send, bytes);
       offset += bytes;
     }
+    activity_end();
     err = gather(buffer + displs[me] * esize, buffer, block, displs, dtype, set);
     if (err.ok()) {
+      activity_start("MEMCPY_OUT_FUSION_BUFFER");
       std::vector<size_t> out_offset(n, 0);
       for (int q = 0; q < size; ++q) {
         size_t in = static_cast<size_t>(displs[q]) * esize;
@@ -88,6 +93,7 @@ Error Executor::allgather(const Batch& batch, const std::vector<Response>& respo
           in += bytes;
         }
       }
+      activity_end();
     }
   }
   if (err.ok()) err = alloc_error;
@@ -136,10 +142,14 @@ Error Executor::alltoall(const Response& r, Request* local, const ProcessSet& se
   }
   const int64_t total = sum(recv_counts);
   void* out = nullptr;
+  activity_start("ALLOCATE_OUTPUT");
   Error alloc_error = allocate_output(*local, static_cast<size_t>(total) * esize, &out);
+  activity_end();
   void* recv = out ? out : scratch(static_cast<size_t>(total) * esize, false);
+  activity_start("MPI_ALLTOALL");
   Error err = host_->alltoallv(local->send, send_counts, displacements(send_counts), recv, recv_counts,
                                displacements(recv_counts), r.spec.dtype, set);
+  activity_end();
   if (err.ok()) err = alloc_error;
   if (!err.ok()) {
     if (out && !local->allocator) std::free(out);

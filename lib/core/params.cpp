@@ -105,6 +105,13 @@ const std::vector<ParamDef>& defs() {
                "Fail stalled tensors with HVD_ERR_TIMEOUT after this many seconds; 0 never"),
       P_BOOL("HOROVOD_STALL_CHECK_DISABLE", stall_check_disable, 0,
              "Turn the stall inspector off"),
+      P_DOUBLE("HVD_OP_TIMEOUT_SECONDS", op_timeout_s, 600, 0, 1e9,
+               "End the job (MPI_Abort) when one collective, submitted by every rank, has "
+               "not finished after this many seconds: a peer stopped, lost or cut off; "
+               "0 never"),
+      P_INT("HVD_EXIT_NOTICE_FD", exit_notice_fd, -1, -1, 1 << 20,
+            "Set by hvdrun's rank monitor: a descriptor that receives the time this process "
+            "began to exit (-1: none)"),
       {{"HOROVOD_LOG_LEVEL", ParamType::Choice, "warning",
         "Least severe messages printed: trace|debug|info|warning|error|fatal|off"},
        0, 0, "trace|debug|info|warning|error|fatal|off",

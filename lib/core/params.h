@@ -37,6 +37,14 @@ struct Params {
   double stall_check_time_s = 60.0;
   double stall_shutdown_time_s = 0.0;
   bool stall_check_disable = false;
+  // Longest a collective may stay in flight before the watchdog ends the job. 600 s,
+  // as PyTorch's NCCL process groups: far above any healthy collective (a 10 GB
+  // allreduce over 10 Gbit/s takes about 20 s), far below a hang's cost.
+  double op_timeout_s = 600.0;
+  // Set by hvdrun's rank monitor: where libhvd writes the time this process began to
+  // exit, so hvdrun can tell the rank that failed first from ranks that failed
+  // because of it (an exit's own shutdown and MPI_Finalize take time). -1: none.
+  int64_t exit_notice_fd = -1;
   LogLevel log_level = LogLevel::Warning;
   std::string thread_affinity;
   GpuOperations gpu_operations = GpuOperations::Auto;

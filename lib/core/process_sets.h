@@ -22,6 +22,11 @@ struct ProcessSet {
 
   int size() const { return static_cast<int>(ranks.size()); }
   bool member() const { return my_set_rank >= 0; }
+  // The set rank of a world rank, or -1 when it is not a member.
+  int set_rank(int world_rank) const {
+    if (world_rank < 0 || world_rank >= static_cast<int>(set_rank_of.size())) return -1;
+    return set_rank_of[static_cast<size_t>(world_rank)];
+  }
 };
 
 class ProcessSetTable {

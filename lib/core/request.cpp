@@ -1,6 +1,7 @@
 #include "core/request.h"
 
 #include <chrono>
+#include <string_view>
 
 namespace hvd {
 
@@ -32,6 +33,28 @@ const char* op_type_label(OpType op) {
     case OpType::ProcessSetRemove: return "REMOVE_PROCESS_SET";
   }
   return "UNKNOWN";
+}
+
+std::string timeline_row(const TensorSpec& spec, const std::string& name) {
+  std::string row;
+  switch (spec.op) {
+    case OpType::Allreduce:
+    case OpType::Broadcast:
+    case OpType::Allgather:
+    case OpType::Alltoall:
+    case OpType::Reducescatter: {
+      const std::string_view prefix = op_type_name(spec.op);
+      const bool prefixed = name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
+                            name[prefix.size()] == '.';
+      if (!prefixed) row.append(prefix).push_back('.');
+      break;
+    }
+    default:  // barrier, join, process set changes: their reserved names say it
+      break;
+  }
+  row += name;
+  if (spec.process_set != 0) row += " (process set " + std::to_string(spec.process_set) + ")";
+  return row;
 }
 
 int64_t TensorSpec::row_elements() const {

@@ -33,13 +33,16 @@ struct TensorSpec {
   OpType op = OpType::Allreduce;
   hvd_dtype_t dtype = HVD_FLOAT32;
   hvd_reduce_op_t reduce_op = HVD_OP_SUM;
-  int32_t root = -1;         // broadcast: root's rank in the process set
+  int32_t root = -1;         // broadcast: root's global rank (a member of the set)
   int32_t device = HVD_DEVICE_CPU;
   int32_t process_set = 0;
   double prescale = 1.0;
   double postscale = 1.0;
   int32_t group_size = 0;    // grouped allreduce: tensors in the group, else 0
-  Dims shape;                    // allreduce/broadcast: {count}
+  Dims shape;                    // allreduce/broadcast: the caller's shape, or {count}
+  // Allreduce/broadcast: shape is the caller's (compared across the ranks that gave
+  // one) rather than {count} (compared by its element count only).
+  bool shape_given = false;
   std::vector<int64_t> splits;  // alltoall: rows this rank sends to each set rank
 
   int64_t num_elements() const;
@@ -68,5 +71,11 @@ struct Request {
 };
 
 double now_seconds();
+
+// The tensor's row in the timeline, named as Horovod names its rows: the operation,
+// a dot and the tensor's name ("allreduce.grad.0"; names that already start so, as
+// automatic ones do, are kept), and for a process set other than the global one its
+// id in words ("allreduce.pair.sum (process set 1)").
+std::string timeline_row(const TensorSpec& spec, const std::string& name);
 
 }  // namespace hvd

@@ -1,6 +1,11 @@
 #include "core/runtime.h"
 
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <mutex>
 
 #include "core/background.h"
@@ -20,7 +25,48 @@ std::shared_ptr<Runtime> g_runtime;
 bool g_we_initialized_mpi = false;
 bool g_atexit_registered = false;
 
-void finalize_at_exit() {
+// fork() after init: the child has a copy of the runtime's memory but none of its
+// threads, and MPI's connections belong to the parent. Shutting the copy down (at the
+// child's exit) blocked on locks held by the parent's threads at the fork, and an
+// operation waited for ever. So the child forgets the runtime: it reads as not
+// initialized, every call fails at once saying why, and its exit touches nothing.
+// Plain data, written once in the child's single thread before anything else runs.
+bool g_ever_initialized = false;  // libhvd initialized MPI or a runtime in this process
+bool g_forked_child = false;
+pid_t g_parent_pid = 0;
+
+void forget_runtime_in_child() {
+  if (!g_ever_initialized) return;
+  g_forked_child = true;
+  g_parent_pid = getppid();
+  // Leaked on purpose: destroying it would join the parent's thread and free the
+  // parent's communicators. No lock: other threads did not come along.
+  if (g_runtime) new std::shared_ptr<Runtime>(std::move(g_runtime));
+  process_timeline().abandon_after_fork();
+}
+
+// HVD_EXIT_NOTICE_FD (hvdrun's rank monitor), read at init.
+int g_exit_notice_fd = -1;
+
+// Tells the monitor when this process began to exit and with which status: its own
+// shutdown and MPI_Finalize follow, and meanwhile peers may fail because of it, exit
+// sooner, and have the launcher kill this process before its status is seen.
+void send_exit_notice(int status) {
+  if (g_exit_notice_fd < 0) return;
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  char line[64];
+  int n = std::snprintf(line, sizeof line, "%lld.%06ld %d\n", static_cast<long long>(ts.tv_sec),
+                        ts.tv_nsec / 1000, status);
+  ssize_t written = write(g_exit_notice_fd, line, static_cast<size_t>(n));
+  (void)written;
+  g_exit_notice_fd = -1;
+}
+
+// Registered with on_exit (glibc), which passes the status given to exit().
+void finalize_at_exit(int status, void*) {
+  if (g_forked_child) return;  // the parent's MPI and runtime: not this process's to end
+  send_exit_notice(status);
   runtime_shutdown();
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -86,18 +132,38 @@ void Runtime::free_comms() {
   free_comm(&world);
 }
 
+Error forked_child_error(const char* function) {
+  return make_error(HVD_ERR_NOT_INITIALIZED,
+                    "%s: this process is a fork() of process %ld, which had initialized libhvd; "
+                    "a forked child cannot use its parent's libhvd (the background thread and "
+                    "MPI connections stay with the parent). Create worker processes before "
+                    "hvd_init, or start them with the 'spawn' method (Python: "
+                    "multiprocessing.get_context('spawn'), DataLoader(multiprocessing_context="
+                    "'spawn'))",
+                    function, static_cast<long>(g_parent_pid));
+}
+
+bool in_forked_child() { return g_forked_child; }
+
 std::shared_ptr<Runtime> current_runtime() {
+  if (g_forked_child) return nullptr;
   std::lock_guard<std::mutex> lock(g_runtime_mutex);
   return g_runtime;
 }
 
 Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_sets) {
+  if (g_forked_child) {
+    Error err = forked_child_error("hvd_init");
+    err.status = HVD_ERR_UNSUPPORTED;
+    return err;
+  }
   std::lock_guard<std::mutex> lifecycle(g_lifecycle_mutex);
   if (current_runtime()) return Error::success();
 
   std::vector<std::string> warnings;
   Params params = load_params_from_env(&warnings);
   set_log_level(params.log_level);
+  g_exit_notice_fd = static_cast<int>(params.exit_notice_fd);
 
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
@@ -116,6 +182,7 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
     int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
     if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Init_thread");
     g_we_initialized_mpi = true;
+    g_ever_initialized = true;
     if (provided < MPI_THREAD_MULTIPLE)
       HVD_LOG(Info, "MPI provides thread level %d, not MPI_THREAD_MULTIPLE: the application "
                     "must not call MPI while libhvd is initialized", provided);
@@ -129,9 +196,11 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
                       "MPI with MPI_Init_thread)",
                       provided);
   if (!g_atexit_registered) {
-    std::atexit(finalize_at_exit);
+    on_exit(finalize_at_exit, nullptr);
+    pthread_atfork(nullptr, nullptr, forget_runtime_in_child);
     g_atexit_registered = true;
   }
+  g_ever_initialized = true;
   mpi_types_init();
 
   auto rt = std::make_shared<Runtime>();
@@ -204,6 +273,7 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
 }
 
 Error runtime_shutdown() {
+  if (g_forked_child) return forked_child_error("hvd_shutdown");
   std::lock_guard<std::mutex> lifecycle(g_lifecycle_mutex);
   std::shared_ptr<Runtime> rt;
   {

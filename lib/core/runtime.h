@@ -5,8 +5,10 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <mpi.h>
@@ -43,7 +45,10 @@ struct Runtime {
   TensorQueue queue;
   TrafficCounters counters;
   std::atomic<uint64_t> rounds{0};
-  std::atomic<int64_t> auto_name_counter{0};
+  // Automatic names count per process set: the ranks of a set make the same sequence
+  // of calls on it, whatever they do on other sets.
+  std::mutex auto_name_mutex;
+  std::unordered_map<int32_t, int64_t> auto_name_counters;
 
   std::atomic<bool> shutdown_requested{false};
   std::atomic<bool> loop_exited{false};
@@ -54,8 +59,12 @@ struct Runtime {
   void free_comms();  // after the background thread has ended
 };
 
-// The initialized runtime or nullptr. Cheap; safe from any thread.
+// The initialized runtime or nullptr. Cheap; safe from any thread. nullptr in the
+// child of a fork() taken after init (see runtime.cpp).
 std::shared_ptr<Runtime> current_runtime();
+bool in_forked_child();
+// HVD_ERR_NOT_INITIALIZED for function in such a child, saying why and what to do.
+Error forked_child_error(const char* function);
 
 // comm == MPI_COMM_NULL means MPI_COMM_WORLD (initializing MPI if needed).
 Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_sets);

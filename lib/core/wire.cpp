@@ -86,9 +86,11 @@ void wire_encode(const WireMessage& message, std::vector<uint8_t>* out) {
     w.put<double>(s.prescale);
     w.put<double>(s.postscale);
     w.put<int32_t>(s.group_size);
+    w.put<uint8_t>(s.shape_given ? 1 : 0);
     w.put_vector(s.shape);
     w.put_vector(s.splits);
     if (e.kind == WireKind::Timeout || e.kind == WireKind::Tuning) w.put_string(e.text);
+    if (e.kind == WireKind::Request) w.put<double>(e.waited);
   }
 }
 
@@ -102,18 +104,21 @@ Error wire_decode(const uint8_t* data, size_t size, WireMessage* out) {
   out->entries.clear();
   for (uint32_t i = 0; i < count; ++i) {
     WireEntry e;
-    uint8_t kind, op, dtype, reduce_op;
+    uint8_t kind, op, dtype, reduce_op, shape_given = 0;
     TensorSpec& s = e.spec;
     bool ok = r.get(&kind) && kind <= static_cast<uint8_t>(WireKind::Tuning) &&
               r.get_string(&e.name, kMaxNameBytes) && r.get(&op) && op < kNumOpTypes &&
               r.get(&dtype) && dtype_valid(dtype) && r.get(&reduce_op) &&
               reduce_op_valid(reduce_op) && r.get(&s.root) && r.get(&s.device) &&
               r.get(&s.process_set) && r.get(&s.prescale) && r.get(&s.postscale) &&
-              r.get(&s.group_size) && r.get_vector(&s.shape, HVD_MAX_NDIM) &&
+              r.get(&s.group_size) && r.get(&shape_given) && shape_given <= 1 &&
+              r.get_vector(&s.shape, HVD_MAX_NDIM) &&
               r.get_vector(&s.splits, 1u << 24);
     if (ok && (kind == static_cast<uint8_t>(WireKind::Timeout) ||
                kind == static_cast<uint8_t>(WireKind::Tuning)))
       ok = r.get_string(&e.text, 1u << 20);
+    if (ok && kind == static_cast<uint8_t>(WireKind::Request))
+      ok = r.get(&e.waited) && e.waited >= 0 && e.waited < 1e12;
     if (!ok)
       return make_error(HVD_ERR_INTERNAL, "negotiation message entry %u is truncated or corrupt",
                         i);
@@ -121,6 +126,7 @@ Error wire_decode(const uint8_t* data, size_t size, WireMessage* out) {
     s.op = static_cast<OpType>(op);
     s.dtype = static_cast<hvd_dtype_t>(dtype);
     s.reduce_op = static_cast<hvd_reduce_op_t>(reduce_op);
+    s.shape_given = shape_given != 0;
     out->entries.push_back(std::move(e));
   }
   if (!r.at_end())

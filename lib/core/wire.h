@@ -24,6 +24,10 @@ struct WireEntry {
   std::string name;
   TensorSpec spec;
   std::string text;
+  // Request: seconds this rank had already waited for the tensor when it announced
+  // it (a request that waited on the response cache, then was announced by name so
+  // that the stall inspector can see who is missing).
+  double waited = 0;
 };
 
 struct WireMessage {

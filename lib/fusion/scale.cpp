@@ -13,6 +13,8 @@ void scale_loop(T* dst, const T* src, int64_t count, double factor) {
   for (int64_t i = 0; i < count; ++i) dst[i] = static_cast<T>(static_cast<double>(src[i]) * factor);
 }
 
+// float32 is scaled by the factor rounded to float, as Horovod's CPU path does (its
+// tests compare float32 results with x * float(factor) bit for bit).
 template <>
 void scale_loop<float>(float* dst, const float* src, int64_t count, double factor) {
   const float f = static_cast<float>(factor);

@@ -1,9 +1,11 @@
 #include "timeline/timeline.h"
 
 #include <pthread.h>
+#include <stdio_ext.h>
 
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 #include "core/log.h"
 
@@ -68,6 +70,24 @@ void Timeline::stop() {
   stop_locked();
 }
 
+void Timeline::abandon_after_fork() {
+  // The parent's threads may have held the locks or waited on the condition variables
+  // at the fork; destroying them at this process's exit would then wait for ever
+  // (pthread_cond_destroy waits for waiters that live in the parent). Made anew in
+  // place, never destroyed as they were.
+  new (&control_) std::mutex();
+  new (&mu_) std::mutex();
+  new (&writer_wake_) std::condition_variable();
+  new (&written_) std::condition_variable();
+  if (!writer_.joinable()) return;
+  // Moving a std::thread copies its id and makes no call; the copy is leaked on
+  // purpose, as joining or destroying it would refer to the parent's thread.
+  new std::thread(std::move(writer_));
+  enabled_.store(false, std::memory_order_relaxed);
+  if (file_) __fpurge(file_);
+  file_ = nullptr;
+}
+
 void Timeline::stop_locked() {
   if (!writer_.joinable()) return;
   enabled_.store(false, std::memory_order_relaxed);
@@ -119,7 +139,13 @@ bool Timeline::begin_call() {
 int32_t Timeline::intern(std::string_view text) {
   auto it = strings_.find(text);
   if (it != strings_.end()) return it->second;
-  if (pending_.new_strings.empty()) pending_.first_new_id = next_string_id_;
+  if (pending_.new_strings.empty()) {
+    pending_.first_new_id = next_string_id_;
+    // A new row or event name is written at once rather than at the next period:
+    // tools (and Horovod's tests) look for a tensor's row right after its first op.
+    // Names are few, so this wakes the writer rarely.
+    writer_wake_.notify_one();
+  }
   pending_.new_strings.emplace_back(text);
   int32_t id = next_string_id_++;
   strings_.emplace(std::string(text), id);
@@ -247,7 +273,8 @@ void Timeline::activity_end(std::span<const std::string> names) {
   for (const std::string& name : names) activity_end_locked(name);
 }
 
-void Timeline::op_end(std::string_view name, std::string_view status) {
+void Timeline::op_end(std::string_view name, std::string_view status, std::string_view dtype,
+                      std::string_view shape) {
   if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (!begin_call()) return;
@@ -256,7 +283,8 @@ void Timeline::op_end(std::string_view name, std::string_view status) {
   TensorState& t = it->second;
   close_activities(t);
   if (!t.op_open && !t.negotiating) return;
-  push(TraceKind::End, t.pid, status.empty() ? -1 : intern(status));
+  push(TraceKind::End, t.pid, status.empty() ? -1 : intern(status), dtype.empty() ? 0 : intern(dtype) + 1,
+       shape.empty() ? 0 : intern(shape) + 1);
   t.op_open = t.negotiating = false;
 }
 
@@ -292,7 +320,7 @@ void Timeline::writer_main() {
   while (true) {
     writer_wake_.wait_for(lock, kWriterPeriod, [&] {
       return stop_writer_ || flush_target_ > written_seq_ ||
-             pending_.events.size() >= kWakeEvents;
+             pending_.events.size() >= kWakeEvents || !pending_.new_strings.empty();
     });
     if (dropped_since_write_ > 0 && pending_.events.size() < kMaxPendingEvents) {
       pending_.events.push_back(TraceEvent{TraceKind::Dropped, 0, -1, now_ns(),

@@ -53,6 +53,10 @@ class Timeline {
   // Ends the phases still open, writes what was recorded, closes the JSON array and
   // the file. Nothing when stopped. The timeline can be started again afterwards.
   void stop();
+  // In the child of a fork(): the writer thread stayed with the parent and the file's
+  // buffered bytes are the parent's. Drops both, so this process never writes to the
+  // file (not even at exit, when stdio flushes every stream) nor joins the thread.
+  void abandon_after_fork();
   // Blocks until everything recorded so far is in the file (which stays open).
   void flush();
 
@@ -73,8 +77,10 @@ class Timeline {
   void activity_start(std::span<const std::string> names, std::string_view activity);
   void activity_end(std::span<const std::string> names);
   // Closes open activities and the op phase; a non-empty status is shown ("OK", or
-  // the error's text).
-  void op_end(std::string_view name, std::string_view status = {});
+  // the error's text), and the output's dtype and shape when given, as Horovod writes
+  // them ("HOROVOD_FLOAT32", "[2, 3]").
+  void op_end(std::string_view name, std::string_view status = {}, std::string_view dtype = {},
+              std::string_view shape = {});
   // A CYCLE_START mark, when started with mark_cycles.
   void mark_cycle();
   // A counter sample (bytes moved within the node, across nodes, over all ranks).

@@ -12,7 +12,8 @@ namespace hvd {
 enum class TraceKind : uint8_t {
   ProcessName,  // metadata: process `pid` shows as string `label`
   Begin,        // phase `label` opens on `pid`; value[0] >= 0 adds "bytes"
-  End,          // innermost open phase on `pid` closes; label >= 0 adds "status"
+  End,          // innermost open phase on `pid` closes; label >= 0 adds "status",
+                // value[0] > 0 "dtype" (string value[0] - 1), value[1] > 0 "shape" (value[1] - 1)
   RankReady,    // instant on `pid`: rank value[0] has submitted the tensor
   CycleStart,   // global instant: one negotiation round starts
   Counter,      // counter `label`: value[0..2] = local, cross, global

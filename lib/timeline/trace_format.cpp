@@ -136,9 +136,18 @@ void TraceFormatter::append(const TraceBatch& batch, std::string* out) {
         out->append(R"(,"pid":)");
         append_int(out, e.pid);
         out->append(R"(,"tid":0)");
-        if (e.label >= 0) {
-          out->append(R"(,"args":{"status":)");
-          append_json_string(out, text(e.label));
+        if (e.label >= 0 || e.value[0] > 0 || e.value[1] > 0) {
+          const char* sep = R"(,"args":{)";
+          auto arg = [&](const char* key, int32_t id) {
+            out->append(sep);
+            append_json_string(out, key);
+            out->push_back(':');
+            append_json_string(out, text(id));
+            sep = ",";
+          };
+          if (e.label >= 0) arg("status", e.label);
+          if (e.value[0] > 0) arg("dtype", static_cast<int32_t>(e.value[0] - 1));
+          if (e.value[1] > 0) arg("shape", static_cast<int32_t>(e.value[1] - 1));
           out->append("}");
         }
         out->append("}");

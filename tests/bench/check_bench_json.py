@@ -37,9 +37,11 @@ def check_ratio(line, key, reference):
 
 
 def check_step(line, baseline, latency):
-    for key in ("mode", "op", "ranks", "tensors", "bytes", "hvd_ms", "wrong"):
+    for key in ("mode", "op", "ranks", "nodes", "hierarchical", "tensors", "bytes", "hvd_ms", "wrong"):
         if key not in line:
             fail("key %s missing in %r" % (key, line))
+    if not 1 <= line["nodes"] <= line["ranks"] or not isinstance(line["hierarchical"], bool):
+        fail("nodes %r or hierarchical %r out of place in %r" % (line["nodes"], line["hierarchical"], line))
     if line["mode"] not in ("workload", "tensors") or line["op"] != "allreduce":
         fail("unexpected mode/op in %r" % line)
     if line["wrong"] != 0:

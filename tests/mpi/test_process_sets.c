@@ -6,10 +6,8 @@ static int group_init_with_static_sets(void** state) {
   (void)state;
   /* Set 1: even ranks; set 2: rank 0 alone. */
   int evens[64], n = 0, size = 0;
-  /* hvd_size is unknown before init: read it from MPI's environment through a first
-     init/shutdown would be heavier; use PMI's variable set by Hydra. */
-  const char* env = getenv("PMI_SIZE");
-  size = env ? atoi(env) : 1;
+  /* hvd_size is unknown before init: the launcher's variable tells it. */
+  size = tu_launcher_size();
   for (int r = 0; r < size; r += 2) evens[n++] = r;
   int zero[1] = {0};
   const int* sets[2] = {evens, zero};
@@ -139,6 +137,29 @@ static void even_and_odd_sets_at_once(void** state) {
   assert_hvd_ok(hvd_remove_process_set(odd_id));
 }
 
+/* Unnamed operations on a set the others are not in leave the automatic names of the
+ * global set in step: names count per process set. */
+static void automatic_names_count_per_set(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  if (size < 2) skip();
+  hvd_op_options_t opts;
+  hvd_op_options_init(&opts);
+  opts.process_set_id = 1; /* the static set of even ranks */
+  if (rank % 2 == 0) {
+    for (int i = 0; i < 3; ++i) {
+      int64_t v = 1;
+      hvd_handle_t h;
+      assert_hvd_ok(hvd_allreduce_async(&v, &v, 1, HVD_INT64, HVD_OP_SUM, NULL, &opts, &h));
+      assert_hvd_ok(hvd_wait(h));
+      assert_int_equal(v, (size + 1) / 2);
+    }
+  }
+  int64_t all = 1;
+  assert_hvd_ok(hvd_allreduce(&all, &all, 1, HVD_INT64, HVD_OP_SUM, NULL));
+  assert_int_equal(all, size);
+}
+
 static void bad_add_arguments(void** state) {
   (void)state;
   const int size = hvd_size();
@@ -160,6 +181,58 @@ static void ranks_that_disagree_get_mismatch(void** state) {
   assert_hvd_status(hvd_add_process_set(members, 1, &id), HVD_ERR_MISMATCH);
 }
 
+/* root_rank is a global rank inside a set too (Horovod's meaning): in the set of world
+ * ranks 1..size-1, root 1 is world rank 1 (the set's first member), and the data every
+ * member receives is that rank's. A root outside the set is refused, naming it and the
+ * set's ranks. */
+static void broadcast_root_is_a_global_rank(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  if (size < 2) skip();
+  int members[32], n = 0;
+  for (int r = 1; r < size; ++r) members[n++] = r;
+  int32_t id = -1;
+  assert_hvd_ok(hvd_add_process_set(members, n, &id));
+  if (rank != 0) {
+    hvd_op_options_t opts;
+    hvd_op_options_init(&opts);
+    opts.process_set_id = id;
+    for (int root = 1; root < size; ++root) {
+      int32_t v[3] = {rank * 10, rank * 10 + 1, rank * 10 + 2};
+      char name[32];
+      snprintf(name, sizeof name, "set.bcast.%d", root);
+      hvd_handle_t h;
+      assert_hvd_ok(hvd_broadcast_async(v, 3, HVD_INT32, root, name, &opts, &h));
+      assert_hvd_ok(hvd_wait(h));
+      for (int i = 0; i < 3; ++i) assert_int_equal(v[i], root * 10 + i);
+    }
+    int32_t v = 7;
+    hvd_handle_t h;
+    assert_hvd_status(hvd_broadcast_async(&v, 1, HVD_INT32, 0, "set.bcast.outside", &opts, &h),
+                      HVD_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(hvd_last_error(), "root_rank 0"));
+    char ranks[64];
+    if (size == 2) snprintf(ranks, sizeof ranks, "[1]");
+    else if (size == 3) snprintf(ranks, sizeof ranks, "[1, 2]");
+    else snprintf(ranks, sizeof ranks, "[1..%d]", size - 1);
+    assert_non_null(strstr(hvd_last_error(), ranks));
+    assert_int_equal(v, 7);
+  }
+  /* The static set of even ranks: its last member is the root, by its world rank. */
+  if (rank % 2 == 0) {
+    const int last_even = (size - 1) / 2 * 2;
+    hvd_op_options_t opts;
+    hvd_op_options_init(&opts);
+    opts.process_set_id = 1;
+    int64_t v = rank + 100;
+    hvd_handle_t h;
+    assert_hvd_ok(hvd_broadcast_async(&v, 1, HVD_INT64, last_even, "evens.bcast", &opts, &h));
+    assert_hvd_ok(hvd_wait(h));
+    assert_int_equal(v, last_even + 100);
+  }
+  assert_hvd_ok(hvd_remove_process_set(id));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(static_sets_queries_and_allreduce),
@@ -167,6 +240,8 @@ int main(void) {
       cmocka_unit_test(bad_add_arguments),
       cmocka_unit_test(even_and_odd_sets_at_once),
       cmocka_unit_test(ranks_that_disagree_get_mismatch),
+      cmocka_unit_test(broadcast_root_is_a_global_rank),
+      cmocka_unit_test(automatic_names_count_per_set),
   };
   return cmocka_run_group_tests_name("process_sets", tests, group_init_with_static_sets,
                                      tu_group_shutdown);

@@ -21,6 +21,20 @@ static const hvd_dtype_t kAllDtypes[] = {HVD_UINT8,   HVD_INT8,     HVD_UINT16, 
                                          HVD_FLOAT32, HVD_FLOAT64,  HVD_BOOL};
 #define NUM_DTYPES ((int)(sizeof kAllDtypes / sizeof kAllDtypes[0]))
 
+/* The job's size or this process's rank as the launcher tells it before MPI is up
+ * (Hydra's PMI_*, Open MPI's OMPI_COMM_WORLD_*); fallback when neither is set. */
+static inline int tu_launcher_env(const char* mpich_name, const char* ompi_name, int fallback) {
+  const char* env = getenv(mpich_name);
+  if (!env) env = getenv(ompi_name);
+  return env ? atoi(env) : fallback;
+}
+static inline int tu_launcher_size(void) {
+  return tu_launcher_env("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", 1);
+}
+static inline int tu_launcher_rank(void) {
+  return tu_launcher_env("PMI_RANK", "OMPI_COMM_WORLD_RANK", 0);
+}
+
 static inline size_t tu_dtype_size(hvd_dtype_t d) {
   switch (d) {
     case HVD_UINT8: case HVD_INT8: case HVD_BOOL: return 1;

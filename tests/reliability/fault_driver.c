@@ -4,9 +4,19 @@
  *   fault_driver kill-rank R HVDRUN WORKER   SIGKILL rank R in the middle of its
  *                                            allreduce loop
  *   fault_driver sigint HVDRUN WORKER        SIGINT to hvdrun
+ *   fault_driver watchdog stop|sleep HVDRUN WORKER
+ *                                            3 ranks; rank 1 stops (SIGSTOP) or sleeps
+ *                                            inside an allgather that its peers wait
+ *                                            for inside MPI: the watchdog
+ *                                            (HVD_OP_TIMEOUT_SECONDS=3) ends the job
+ *                                            with its line and status 124
+ *   fault_driver before-init HVDRUN WORKER   3 ranks; rank 1 exits with status 3
+ *                                            before hvd_init, the others wait in it
+ *   fault_driver after-init HVDRUN WORKER    3 ranks; rank 1 exits with status 3 in
+ *                                            the middle of the allreduce loop
  *
- * Passes when hvdrun exits non-zero within 30 s and, shortly after, no process of
- * the job is left. Every process of the job carries the run's unique scratch
+ * Passes when hvdrun exits non-zero within 30 s (the last three: with the status
+ * and the message expected) and, shortly after, no process of the job is left. Every process of the job carries the run's unique scratch
  * directory in its command line (hvdrun, mpiexec, the proxies, the ranks), so
  * `pgrep -f DIR` finds exactly this job. hvdrun is started with SIGINT at its
  * default disposition: a shell starts background jobs with SIGINT ignored, and
@@ -90,7 +100,11 @@ static pid_t read_pid(int rank) {
   return (pid_t)pid;
 }
 
-static pid_t start_job(const char* hvdrun, const char* worker) {
+/* hvdrun's stderr, kept in the scratch directory so the message can be checked. */
+static char g_stderr_path[300];
+
+static pid_t start_job(const char* hvdrun, const char* worker, const char* np,
+                       const char* const* extra) {
   pid_t pid = fork();
   if (pid < 0) fail("fork: %s", strerror(errno));
   if (pid == 0) {
@@ -102,9 +116,19 @@ static pid_t start_job(const char* hvdrun, const char* worker) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    char* argv[] = {(char*)hvdrun, "-np", "2", "-H", "localhost:2",
-                    (char*)worker, g_dir, NULL};
-    execv(hvdrun, argv);
+    char hosts[32];
+    snprintf(hosts, sizeof hosts, "localhost:%s", np);
+    const char* argv[24] = {hvdrun, "-np", np, "-H", hosts, "-x", "HVD_OP_TIMEOUT_SECONDS=3"};
+    int n = 7;
+    argv[n++] = worker;
+    argv[n++] = g_dir;
+    for (int i = 0; extra && extra[i] && n < 23; ++i) argv[n++] = extra[i];
+    argv[n] = NULL;
+    if (g_stderr_path[0]) {
+      FILE* err = freopen(g_stderr_path, "w", stderr);
+      if (!err) _exit(126);
+    }
+    execv(hvdrun, (char* const*)argv);
     perror("execv hvdrun");
     _exit(127);
   }
@@ -127,45 +151,115 @@ static void wait_ranks_running(pid_t* rank_pids) {
   }
 }
 
+/* The whole of hvdrun's stderr, echoed into the test log. */
+static char* read_stderr(void) {
+  static char text[1 << 16];
+  FILE* f = fopen(g_stderr_path, "r");
+  size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+  if (f) fclose(f);
+  text[n] = '\0';
+  fprintf(stderr, "--- hvdrun's stderr\n%s--- end\n", text);
+  return text;
+}
+
+/* The line of text that starts with prefix, or NULL. */
+static const char* line_starting(const char* text, const char* prefix) {
+  for (const char* p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+    if (strncmp(p, prefix, strlen(prefix)) == 0) return p;
+  return NULL;
+}
+
+static int line_has(const char* line, const char* what) {
+  const char* end = strchr(line, '\n');
+  size_t len = end ? (size_t)(end - line) : strlen(line);
+  char buf[4096];
+  if (len >= sizeof buf) len = sizeof buf - 1;
+  memcpy(buf, line, len);
+  buf[len] = '\0';
+  return strstr(buf, what) != NULL;
+}
+
+/* Checks of the stderr text for the modes that expect a message. */
+static void check_message(const char* mode, const char* text) {
+  if (strcmp(mode, "watchdog") == 0) {
+    const char* line = line_starting(text, "libhvd: watchdog:");
+    if (!line) fail("%s", "no line starting with 'libhvd: watchdog:'");
+    const char* needed[] = {"HVD_OP_TIMEOUT_SECONDS", "allgather", "'watchdog.gather'",
+                            "process set 0", "bytes"};
+    for (size_t i = 0; i < sizeof needed / sizeof needed[0]; ++i)
+      if (!line_has(line, needed[i])) fail("the watchdog line lacks '%s'", needed[i]);
+  } else {
+    const char* line = line_starting(text, "hvdrun: the job failed: rank 1 ");
+    if (!line) fail("%s", "hvdrun did not name rank 1 as the rank that failed");
+    if (!line_has(line, "exited with status 3")) fail("%s", "hvdrun did not give rank 1's status 3");
+  }
+}
+
 int main(int argc, char** argv) {
   int victim = -1;
-  const char *hvdrun, *worker;
-  if (argc == 5 && strcmp(argv[1], "kill-rank") == 0) {
+  const char *hvdrun, *worker, *mode = argv[1] ? argv[1] : "";
+  const char* np = "2";
+  const char* extra[4] = {NULL};
+  int want_status = -1;  /* -1: any non-zero */
+  if (argc == 5 && strcmp(mode, "kill-rank") == 0) {
     victim = atoi(argv[2]);
     hvdrun = argv[3];
     worker = argv[4];
-  } else if (argc == 4 && strcmp(argv[1], "sigint") == 0) {
+  } else if (argc == 4 && strcmp(mode, "sigint") == 0) {
     hvdrun = argv[2];
     worker = argv[3];
+  } else if (argc == 5 && strcmp(mode, "watchdog") == 0) {
+    hvdrun = argv[3];
+    worker = argv[4];
+    np = "3";
+    extra[0] = "stuck-op";
+    extra[1] = "1";
+    extra[2] = argv[2];
+    want_status = 124;
+  } else if (argc == 4 && (strcmp(mode, "before-init") == 0 || strcmp(mode, "after-init") == 0)) {
+    hvdrun = argv[2];
+    worker = argv[3];
+    np = "3";
+    extra[0] = mode;
+    extra[1] = "1";
+    extra[2] = "3";
+    want_status = 3;
   } else {
-    fprintf(stderr, "usage: fault_driver kill-rank R HVDRUN WORKER | sigint HVDRUN WORKER\n");
+    fprintf(stderr, "usage: fault_driver kill-rank R HVDRUN WORKER | sigint HVDRUN WORKER |\n"
+                    "       watchdog stop|sleep HVDRUN WORKER | before-init|after-init HVDRUN WORKER\n");
     return 2;
   }
+  const int self_ending = want_status >= 0;
   const char* tmp = getenv("TMPDIR");
   snprintf(g_dir, sizeof g_dir, "%s/hvd-fault-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   if (!mkdtemp(g_dir)) fail("mkdtemp: %s", strerror(errno));
+  if (self_ending) snprintf(g_stderr_path, sizeof g_stderr_path, "%s/stderr", g_dir);
 
-  g_hvdrun = start_job(hvdrun, worker);
-  pid_t ranks[2];
-  wait_ranks_running(ranks);
-  /* Let the loop run a little, so the fault lands in the middle of allreduces. */
-  usleep(300000);
-
-  const double t0 = now();
-  if (victim >= 0) {
-    printf("SIGKILL to rank %d (pid %ld)\n", victim, (long)ranks[victim]);
-    if (kill(ranks[victim], SIGKILL) != 0) fail("kill rank: %s", strerror(errno));
-  } else {
-    printf("SIGINT to hvdrun (pid %ld)\n", (long)g_hvdrun);
-    if (kill(g_hvdrun, SIGINT) != 0) fail("kill hvdrun: %s", strerror(errno));
+  g_hvdrun = start_job(hvdrun, worker, np, extra);
+  double t0 = now();
+  if (!self_ending) {
+    pid_t ranks[2];
+    wait_ranks_running(ranks);
+    /* Let the loop run a little, so the fault lands in the middle of allreduces. */
+    usleep(300000);
+    t0 = now();
+    if (victim >= 0) {
+      printf("SIGKILL to rank %d (pid %ld)\n", victim, (long)ranks[victim]);
+      if (kill(ranks[victim], SIGKILL) != 0) fail("kill rank: %s", strerror(errno));
+    } else {
+      printf("SIGINT to hvdrun (pid %ld)\n", (long)g_hvdrun);
+      if (kill(g_hvdrun, SIGINT) != 0) fail("kill hvdrun: %s", strerror(errno));
+    }
   }
 
+  /* The job ends by itself in the last modes: the bound covers start-up too. */
+  const double limit = self_ending ? kStartSeconds : kExitSeconds;
   int status = 0;
   for (;;) {
     pid_t r = waitpid(g_hvdrun, &status, WNOHANG);
     if (r == g_hvdrun) break;
     if (r < 0 && errno != EINTR) fail("waitpid: %s", strerror(errno));
-    if (now() - t0 > kExitSeconds) fail("%s", "hvdrun still running 30 s after the fault");
+    if (now() - t0 > limit) fail("%s", "hvdrun still running long after the fault");
     usleep(20000);
   }
   g_hvdrun = -1;
@@ -173,9 +267,15 @@ int main(int argc, char** argv) {
   if (WIFEXITED(status)) {
     printf("hvdrun exited with status %d after %.2f s\n", WEXITSTATUS(status), exited);
     if (WEXITSTATUS(status) == 0) fail("%s", "hvdrun reported success after the fault");
+    if (want_status >= 0 && WEXITSTATUS(status) != want_status) {
+      read_stderr();
+      fail("%s", "hvdrun's status is not the failing rank's");
+    }
   } else {
     printf("hvdrun died of signal %d after %.2f s\n", WTERMSIG(status), exited);
+    if (want_status >= 0) fail("%s", "hvdrun died of a signal");
   }
+  if (self_ending) check_message(mode, read_stderr());
 
   /* hvdrun has waited for mpiexec; anything of the job still alive is a leak. Allow
      a short grace for processes that are already exiting. */
@@ -184,13 +284,15 @@ int main(int argc, char** argv) {
   int left;
   while ((left = job_pids(pids, 64)) > 0 && now() < deadline) usleep(50000);
   if (left > 0) fail("%s", "processes of the job are left after hvdrun exited");
-  printf("no process of the job left (%.2f s after the fault)\n", now() - t0);
+  printf("no process of the job left (%.2f s after the %s)\n", now() - t0,
+         self_ending ? "start" : "fault");
 
   char path[512];
-  for (int r = 0; r < 2; ++r) {
+  for (int r = 0; r < 3; ++r) {
     snprintf(path, sizeof path, "%s/rank.%d", g_dir, r);
     unlink(path);
   }
+  if (self_ending) unlink(g_stderr_path);
   rmdir(g_dir);
   printf("PASS\n");
   return 0;

@@ -130,7 +130,7 @@ void phases_stay_balanced(void**) {
   tl.negotiate_start("b", "ALLGATHER");  // reused before it finished: restarts
   tl.op_start("b", "ALLGATHER");
   tl.activity_start("b", "MPI_ALLGATHER");
-  tl.op_end("b", "failed: mismatch");  // closes the open activity too
+  tl.op_end("b", "failed: mismatch", "HOROVOD_INT8", "[7, 2]");  // closes the open activity too
   tl.negotiate_start("c", "ALLREDUCE");  // still open at stop: closed there
   tl.stop();
   std::vector<std::string> lines = check(path);
@@ -150,7 +150,7 @@ void phases_stay_balanced(void**) {
       "B b ALLGATHER",
       "B b MPI_ALLGATHER",
       "E b -",
-      "E b - {\"status\":\"failed: mismatch\"}",
+      "E b - {\"dtype\":\"HOROVOD_INT8\",\"shape\":\"[7, 2]\",\"status\":\"failed: mismatch\"}",
       "B c NEGOTIATE_ALLREDUCE",
       "E c -",
   });

@@ -4,6 +4,8 @@
 // orders and at different rounds; the cache is switched off and on between rounds
 // (the same rounds on every rank, as tuned parameters arrive). Every tensor must run
 // exactly once, in the same order on every rank, and none may be left waiting.
+// Also: a request that waits long on the cache is announced by name, so the stall
+// inspector can name the rank that has not submitted it, once per tensor.
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -64,13 +66,14 @@ class Simulation {
   }
 
   // One negotiation round on every rank; returns whether any rank is still busy.
-  bool round() {
+  // Requests waiting on the cache since before stale_before are announced by name.
+  bool round(double stale_before = -1.0) {
     const size_t words = at(0).bit_words();
     std::vector<uint64_t> all(words, ~uint64_t{0});
     std::vector<uint64_t> mine(words);
     for (size_t r = 0; r < ranks_.size(); ++r) {
       assert_int_equal(ranks_[r].controller->bit_words(), words);  // lengths agree
-      ranks_[r].controller->fill_bits(mine.data(), false);
+      ranks_[r].controller->fill_bits(mine.data(), false, stale_before);
       for (size_t w = 0; w < words; ++w) all[w] &= mine[w];
     }
     RoundFlags flags{};
@@ -229,8 +232,56 @@ void random_interleavings_with_switches(void**) {
 
 }  // namespace
 
+void run_until_idle(Simulation& sim) {
+  for (int i = 0; i < 20 && sim.round(); ++i) {
+  }
+}
+
+// Tensors every rank ran before; ranks 0 and 1 submit them again, rank 2 does not.
+void stall_on_cached_tensors_names_the_missing_rank(size_t capacity) {
+  Simulation sim(3, capacity);
+  for (int step = 0; step < 4; ++step) {  // several steps: keys come back to the table
+    for (int r = 0; r < 3; ++r) {
+      sim.submit(r, "grad.a", 4);
+      sim.submit(r, "grad.b", 8);
+    }
+    run_until_idle(sim);
+  }
+  for (int r = 0; r < 2; ++r) {
+    sim.submit(r, "grad.a", 4);
+    sim.submit(r, "grad.b", 8);
+  }
+  for (int i = 0; i < 3; ++i) sim.round();
+  const double later = now_seconds() + 1000;
+  if (capacity > 0) {
+    // Waiting on the cache: the AND of ready bits cannot say who is missing.
+    assert_int_equal(sim.at(0).stalled(later).size(), 0);
+    assert_true(sim.at(0).has_cached_wait_before(later));
+    sim.round(later);  // the waits count as long: the slots are dropped and announced
+    sim.round();
+    assert_false(sim.at(0).has_cached_wait_before(later));
+  }
+  std::vector<Controller::Stalled> stalled = sim.at(0).stalled(later);
+  assert_int_equal(stalled.size(), 2);  // once per tensor, however often it was announced
+  for (const auto& s : stalled) {
+    assert_int_equal(s.missing_ranks.size(), 1);
+    assert_int_equal(s.missing_ranks[0], 2);
+  }
+  // Rank 2 submits after all: both run everywhere, and are cached again.
+  sim.submit(2, "grad.a", 4);
+  sim.submit(2, "grad.b", 8);
+  run_until_idle(sim);
+  for (int r = 0; r < 3; ++r) assert_int_equal(sim.executed(r).size(), 10);
+  assert_int_equal(sim.at(0).stalled(later).size(), 0);
+}
+
+void cached_stall_is_seen(void**) { stall_on_cached_tensors_names_the_missing_rank(64); }
+void uncached_stall_is_seen_once(void**) { stall_on_cached_tensors_names_the_missing_rank(0); }
+
 int main() {
   const CMUnitTest tests[] = {
+      cmocka_unit_test(cached_stall_is_seen),
+      cmocka_unit_test(uncached_stall_is_seen_once),
       cmocka_unit_test(waiting_on_a_slot_goes_back_to_announcements),
       cmocka_unit_test(no_capacity_means_no_cache),
       cmocka_unit_test(random_interleavings_with_switches),

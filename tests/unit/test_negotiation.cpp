@@ -169,6 +169,42 @@ void agreement_names_ranks_that_differ(void**) {
   assert_non_null(strstr(r.error.message.c_str(), "device"));
 }
 
+// Shapes given with an allreduce or a broadcast are compared, not only their counts:
+// (2, 3) against (3, 2) is a mismatch naming "shape" and each rank's shape. A rank
+// that gave only a count is compared by count.
+void agreement_compares_given_shapes(void**) {
+  for (OpType op : {OpType::Allreduce, OpType::Broadcast}) {
+    TensorSpec a;
+    a.op = op;
+    a.shape = {2, 3};
+    a.shape_given = true;
+    TensorSpec b = a;
+    b.shape = {3, 2};
+    Response r = agree("w", "w", {a, b, a}, {0, 1, 2});
+    assert_int_equal(r.error.status, HVD_ERR_MISMATCH);
+    const char* msg = r.error.message.c_str();
+    assert_non_null(strstr(msg, "'w'"));
+    assert_non_null(strstr(msg, "shape"));
+    assert_non_null(strstr(msg, "ranks 0, 2: [2, 3]"));
+    assert_non_null(strstr(msg, "rank 1: [3, 2]"));
+
+    TensorSpec flat = a;  // 6 elements, no shape given
+    flat.shape = {6};
+    flat.shape_given = false;
+    assert_true(agree("w", "w", {a, flat}, {0, 1}).error.ok());
+    TensorSpec three_d = a;  // the same count, one more dimension
+    three_d.shape = {2, 3, 1};
+    r = agree("w", "w", {three_d, flat, a}, {0, 1, 2});
+    assert_int_equal(r.error.status, HVD_ERR_MISMATCH);
+    assert_non_null(strstr(r.error.message.c_str(), "rank 0: [2, 3, 1]; rank 2: [2, 3]"));
+    TensorSpec seven = flat;
+    seven.shape = {7};
+    r = agree("w", "w", {a, seven}, {0, 1});
+    assert_int_equal(r.error.status, HVD_ERR_MISMATCH);
+    assert_non_null(strstr(r.error.message.c_str(), "count"));
+  }
+}
+
 void agreement_allgather_keeps_rows_per_rank(void**) {
   TensorSpec a;
   a.op = OpType::Allgather;
@@ -193,7 +229,8 @@ void wire_round_trip(void**) {
   e.spec.op = OpType::Broadcast;
   e.spec.dtype = HVD_BFLOAT16;
   e.spec.root = 3;
-  e.spec.shape = {1ll << 40};
+  e.spec.shape = {1ll << 40, 2};
+  e.spec.shape_given = true;
   e.spec.prescale = 0.25;
   m.entries.push_back(e);
   WireEntry t;
@@ -379,6 +416,7 @@ int main() {
       cmocka_unit_test(fused_cursor_covers_every_element_once),
       cmocka_unit_test(identical_caches_from_identical_histories),
       cmocka_unit_test(agreement_names_ranks_that_differ),
+      cmocka_unit_test(agreement_compares_given_shapes),
       cmocka_unit_test(agreement_allgather_keeps_rows_per_rank),
       cmocka_unit_test(wire_round_trip),
       cmocka_unit_test(wire_rejects_every_truncation_and_corruption),

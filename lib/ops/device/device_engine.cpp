@@ -75,6 +75,12 @@ Error DeviceEngine::process_set_added(const ProcessSet& set) {
   return nccl_ ? nccl_->process_set_added(set) : Error::success();
 }
 
+void DeviceEngine::abort_communicators() {
+#if HVD_HAVE_NCCL
+  if (nccl_) nccl_->abort_all();
+#endif
+}
+
 void DeviceEngine::process_set_removed(const ProcessSet& set) {
   if (nccl_) nccl_->process_set_removed(set);
 }

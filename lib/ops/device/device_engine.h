@@ -61,6 +61,10 @@ class DeviceEngine {
   Error process_set_added(const ProcessSet& set);
   void process_set_removed(const ProcessSet& set);
   NcclBackend* nccl() { return nccl_.get(); }  // nullptr without NCCL (hierarchical use)
+  // The operation watchdog's last act, on its own thread while the background thread
+  // is stuck in a collective: aborts every NCCL communicator so that the kernels
+  // waiting on a lost peer end. The engine is unusable afterwards.
+  void abort_communicators();
 
   // The library stream waits for each caller stream (nullptr: the default stream).
   Error begin(const std::vector<void*>& caller_streams);

@@ -118,9 +118,21 @@ NcclBackend::~NcclBackend() {
     if (c->comm) ncclCommDestroy(c->comm);
 }
 
+void NcclBackend::abort_all() {
+  for (auto& [key, c] : comms_)
+    if (c->comm) ncclCommAbort(c->comm);
+}
+
 bool NcclBackend::supports(hvd_dtype_t dtype) {
   ncclDataType_t t;
   return nccl_type(dtype, &t);
+}
+
+int NcclBackend::version_code() {
+  int version = 0;
+  // The library loaded at run time, which may be newer than the headers built against.
+  if (ncclGetVersion(&version) != ncclSuccess) version = NCCL_VERSION_CODE;
+  return version;
 }
 
 Error NcclBackend::create(int64_t key, MPI_Comm comm, int rank, int size) {

@@ -34,6 +34,8 @@ class NcclBackend : public Backend {
 
   // Whether NCCL can reduce dtype (allreduce, reducescatter).
   static bool supports(hvd_dtype_t dtype);
+  // The NCCL library's version code (ncclGetVersion: e.g. 21805 for 2.18.5).
+  static int version_code();
 
   Error allreduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
                   hvd_reduce_op_t op, const ProcessSet& set) override;
@@ -55,6 +57,10 @@ class NcclBackend : public Backend {
   // operations in the same order.
   Error process_set_added(const ProcessSet& set) override;
   void process_set_removed(const ProcessSet& set) override;
+
+  // ncclCommAbort on every communicator, from the watchdog thread while the background
+  // thread is stuck in a collective (the table does not change then). Final.
+  void abort_all();
 
   // A communicator over comm (collective over it), for kLocalComm / kCrossComm.
   Error add_communicator(int64_t key, MPI_Comm comm);
