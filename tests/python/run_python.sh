@@ -22,6 +22,17 @@ for module in $(echo "$modules" | tr ',' ' '); do
     exit 77
   fi
 done
+# mpi4py is built against one MPI; a job of the other cannot load it beside libhvd.
+case ",$modules," in
+  *,mpi4py,*)
+    mpi4py_mpi=$("$python" -c "from mpi4py import MPI; print(MPI.Get_library_version())" 2>/dev/null | head -n 1)
+    case "${HVD_TEST_MPI_FLAVOR:-mpich}:$mpi4py_mpi" in
+      openmpi:*"Open MPI"*|mpich:*MPICH*) ;;
+      *)
+        echo "skipped: mpi4py here is built against '$mpi4py_mpi', not this build's ${HVD_TEST_MPI_FLAVOR:-mpich}"
+        exit 77 ;;
+    esac ;;
+esac
 # What each rank runs: the interpreter, with the sanitizer runtime in front if any.
 if [ "${HVD_SANITIZER_PRELOAD+set}" = set ]; then
   if [ -z "$HVD_SANITIZER_PRELOAD" ]; then

@@ -78,3 +78,15 @@ def test_from_several_threads():
         for i in range(20):
             np.testing.assert_array_equal(results[f"thread.{t}.{i}"],
                                           np.full(8, float(t + i) * hvd.size()))
+
+
+def test_name_stays_taken_until_the_handle_is_synchronized():
+    first = hvd.allreduce_async(np.ones(4), op=hvd.Sum, name="taken")
+    # Completed or not in the library, the operation is pending here until waited for:
+    # reusing its name fails on every rank, every time.
+    with pytest.raises(hvd.DuplicateNameError) as info:
+        hvd.allreduce_async(np.ones(4), op=hvd.Sum, name="taken")
+    assert "synchronized" in str(info.value) and isinstance(info.value, ValueError)
+    np.testing.assert_array_equal(first.wait(), np.full(4, float(hvd.size())))
+    again = hvd.allreduce_async(np.ones(4), op=hvd.Sum, name="taken")
+    np.testing.assert_array_equal(again.wait(), np.full(4, float(hvd.size())))

@@ -84,6 +84,7 @@ def test_duplicate_name_in_flight():
         with pytest.raises(hvd.DuplicateNameError) as info:
             hvd.allreduce_async(np.ones(2), op=hvd.Sum, name="dup")
         assert info.value.status == 4 and "dup" in str(info.value)
+        assert isinstance(info.value, ValueError)  # what Horovod raises
         hvd.broadcast(np.ones(1), 0, name="dup.go")
     else:
         hvd.broadcast(np.ones(1), 0, name="dup.go")
@@ -97,3 +98,41 @@ def test_unknown_handle():
     with pytest.raises(hvd.InvalidArgumentError):
         hvd.errors.check(hvd._capi.lib.hvd_wait(handle.raw), "hvd_wait")
     assert handle.poll()  # a completed Handle answers without asking libhvd again
+
+
+def test_alltoall_splits_of_the_wrong_length_name_both_lengths():
+    for splits in ([1] * (hvd.size() + 1), [2 * hvd.size()]):
+        with pytest.raises(hvd.InvalidArgumentError) as info:
+            hvd.alltoall(np.ones((2 * hvd.size(), 3)), splits=splits, name="a2a.bad.splits")
+        assert f"{len(splits)} entries" in str(info.value)
+        assert f"{hvd.size()} ranks" in str(info.value)
+    assert_still_works("after.splits")
+
+
+def test_messages_use_python_names():
+    with pytest.raises(ValueError) as info:
+        hvd.allreduce(np.ones(2), op="sum", name="op.text")
+    text = str(info.value)
+    assert "op='sum'" in text and "hvd.Average" in text and "hvd.Sum" in text
+    with pytest.raises(TypeError, match="None"):
+        hvd.allreduce(None, name="none.input")
+    with pytest.raises(TypeError, match="numpy array"):
+        hvd.allreduce([object()], name="object.input")
+    with pytest.raises(hvd.UnsupportedError) as info:
+        hvd.allreduce(np.ones(2), op=hvd.Adasum, name="adasum.words")
+    assert "hvd.Average" in str(info.value) and "HVD_" not in str(info.value)
+    assert_still_works("after.words")
+
+
+def test_init_on_a_list_of_ranks_without_mpi4py(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "mpi4py", None)
+    with pytest.raises(ImportError) as info:
+        hvd.init(comm=[0, 1])
+    assert "mpi4py" in str(info.value) and "add_process_set" in str(info.value)
+
+
+def test_shape_mismatch_with_equal_counts_on_every_rank():
+    shape = (2, 3) if hvd.rank() % 2 == 0 else (3, 2)
+    with pytest.raises(hvd.MismatchError) as info:
+        hvd.allreduce(np.ones(shape), name="shape.mismatch")
+    assert "shape" in str(info.value)

@@ -20,6 +20,9 @@ def test_basics_before_init_do_not_crash():
     assert lib.horovod_process_set_size(0) == error_code("HOROVOD_PROCESS_SET_ERROR_INIT")
     assert lib.horovod_mpi_built() == 1
     assert lib.horovod_gloo_built() == 0
+    # Horovod's front ends read NCCL's version code from it (0: no NCCL).
+    assert lib.horovod_nccl_built() == lib.hvd_nccl_version()
+    assert (lib.hvd_nccl_version() > 0) == (lib.hvd_nccl_built() == 1)
 
 
 def test_init_queries_process_sets_shutdown():

@@ -12,7 +12,8 @@ def test_before_init_raises_not_initialized():
         hvd.rank()
     with pytest.raises(hvd.NotInitializedError) as info:
         hvd.allreduce(np.ones(2), name="early")
-    assert info.value.status == 1 and "init" in str(info.value)
+    assert info.value.status == 1 and "hvd.init()" in str(info.value)
+    assert "hvd.allreduce()" in str(info.value) and "hvd_" not in str(info.value)
 
 
 def test_shutdown_fails_pending_work_then_init_again():

@@ -110,12 +110,18 @@ def test_fp16_compression_close_to_reference():
     assert_same_on_every_rank(params_of(model), "opt.same.fp16")
 
 
-def test_synchronize_then_clip_inside_skip_synchronize():
+def synchronized_optimizer():
+    """A model and its DistributedOptimizer after one backward pass and synchronize()."""
     model = make_model()
     opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
                                    model.named_parameters())
     loss_fn(model, *batch(0, hvd.rank())).backward()
     opt.synchronize()
+    return model, opt
+
+
+def test_synchronize_then_clip_inside_skip_synchronize():
+    model, opt = synchronized_optimizer()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 0.01)
     with opt.skip_synchronize():
         opt.step()
@@ -220,3 +226,81 @@ def test_hooks_start_reductions_during_backward():
     assert all(h is not None for h in started)
     opt.step()
     assert not opt._handles
+
+
+def test_step_after_synchronize_warns_in_horovod_words():
+    _, opt = synchronized_optimizer()
+    with pytest.warns(UserWarning) as record:
+        opt.step()
+    assert len(record) == 1
+    assert "optimizer.step() called without optimizer.skip_synchronize()" in str(
+        record[0].message)
+
+
+@pytest.mark.parametrize("sparse_as_dense", [False, True])
+def test_sparse_gradients_are_reduced(sparse_as_dense):
+    torch.manual_seed(5)
+    embedding = torch.nn.Embedding(10, 3, sparse=True).double()
+    reference = torch.nn.Embedding(10, 3, sparse=True).double()
+    reference.load_state_dict(embedding.state_dict())
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(embedding.parameters(), lr=0.5),
+                                   embedding.named_parameters(),
+                                   sparse_as_dense=sparse_as_dense)
+    rows = {r: torch.tensor([r % 10, (2 * r + 3) % 10, 4]) for r in range(hvd.size())}
+    embedding(rows[hvd.rank()]).sum().backward()
+    assert embedding.weight.grad.is_sparse
+    opt.step()
+    assert embedding.weight.grad.is_sparse  # SparseAdam and friends still get sparse grads
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.5)
+    (sum(reference(rows[r]).sum() for r in range(hvd.size())) / hvd.size()).backward()
+    ref_opt.step()
+    assert torch.allclose(embedding.weight, reference.weight, atol=1e-12)
+
+
+def test_sparse_adam_trains_through_the_optimizer():
+    embedding = torch.nn.Embedding(6, 2, sparse=True)
+    opt = hvd.DistributedOptimizer(torch.optim.SparseAdam(list(embedding.parameters()), lr=0.1))
+    embedding(torch.tensor([hvd.rank() % 6, 5])).sum().backward()
+    opt.step()
+    hvd.broadcast_parameters(embedding.state_dict(), root_rank=0)
+
+
+def test_broadcast_optimizer_state_with_parameters_without_grad():
+    class Picker(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.index = torch.nn.Parameter(torch.tensor([1, 3]).int(), requires_grad=False)
+            self.values = torch.nn.Parameter(torch.rand(4))
+
+        def forward(self, x):
+            return self.values[self.index.long()] * x
+
+    model = Picker()
+    opt = hvd.DistributedOptimizer(
+        torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, nesterov=True),
+        model.named_parameters())
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    hvd.broadcast_optimizer_state(opt, root_rank=0)
+    assert model.index.grad is None  # not trainable: left alone
+    assert torch.equal(model.values.grad, torch.zeros(4))  # filled as Horovod does
+    model(torch.ones(2)).sum().backward()
+    opt.step()
+    assert_same_on_every_rank(model.values.detach(), "opt.nograd.values")
+
+
+def test_ranks_outside_the_optimizer_process_set_train_locally():
+    members = [0] if hvd.size() == 2 else list(range(hvd.size() - 1))
+    ps = hvd.add_process_set(members)
+    try:
+        model = make_model()
+        opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                       model.named_parameters(), process_set=ps)
+        inside = hvd.rank() in members
+        assert bool(opt._grad_accs) == inside  # hooks only inside the set
+        before = params_of(model)
+        loss_fn(model, *batch(0, hvd.rank())).backward()
+        opt.step()  # outside the set: a local step, no collective, no error
+        assert not torch.equal(params_of(model), before)
+        hvd.barrier()
+    finally:
+        hvd.remove_process_set(ps)

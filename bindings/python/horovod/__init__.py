@@ -42,7 +42,15 @@ if _real is not None:
 else:
     import hvd as _hvd
 
+    from ._unavailable import install as _install_unavailable
+    _install_unavailable()
+
     # The Horovod release whose Python API this stand-in follows.
     __version__ = "0.28.1"
     __libhvd_version__ = _hvd.version_string()
     backend = "libhvd"
+
+    def run(*args, **kwargs):
+        """horovod.run(func, args=(), kwargs=None, np=1, ...): see horovod.runner.run."""
+        from .runner import run as _run
+        return _run(*args, **kwargs)

@@ -36,7 +36,12 @@ class OpOptions(Structure):
         ("stream", c_void_p),
         ("allocator", allocator_fn),
         ("allocator_user_data", c_void_p),
-        ("reserved", c_uint8 * 64),
+        # The tensor's shape, for allreduce and broadcast: ranks must then agree on it,
+        # not only on the element count. ndim 0: not given.
+        ("shape", POINTER(c_int64)),
+        ("ndim", c_int32),
+        ("reserved_pad", c_int32),
+        ("reserved", c_uint8 * 48),
     ]
 
 
@@ -141,6 +146,7 @@ _SIGNATURES = {
     "hvd_mpi_built": (c_int, []),
     "hvd_cuda_built": (c_int, []),
     "hvd_nccl_built": (c_int, []),
+    "hvd_nccl_version": (c_int, []),
     "hvd_hwloc_built": (c_int, []),
     "hvd_mpi_library_version": (c_char_p, []),
     "hvd_param_get": (status_t, [c_char_p, POINTER(c_char), c_size_t]),
@@ -168,6 +174,18 @@ def new_options(prescale=1.0, postscale=1.0, device=HVD_DEVICE_CPU,
     opts.process_set_id = int(process_set_id)
     opts.stream = stream
     return opts
+
+
+def set_shape(options, shape):
+    """Describes the tensor's shape in the options; returns the C array the options now
+    point to (keep it alive as long as the options). Scalars, and tensors of more
+    dimensions than libhvd describes, are compared by element count only."""
+    if not shape or len(shape) > HVD_MAX_NDIM:
+        return None
+    array = shape_array(shape)
+    options.shape = ctypes.cast(array, POINTER(c_int64))
+    options.ndim = len(shape)
+    return array
 
 
 def shape_array(shape):

@@ -1,7 +1,8 @@
 """Finds and loads libhvd.
 
 Search order: the HVD_LIBRARY environment variable (a file path), the library
-installed beside this package (recorded at install time in _install_paths.py), a
+installed with this package (recorded at install time in _install_paths.py: relative
+to the package, then where it was installed), the one inside the package (a wheel), a
 build tree next to the source checkout, then the system's dynamic loader. The library
 is opened with RTLD_GLOBAL so that MPI's dynamically loaded plugins can resolve MPI
 symbols, and so that mpi4py and libhvd share one MPI.
@@ -19,7 +20,11 @@ def _installed_candidates():
         from . import _install_paths  # written by meson install
     except ImportError:
         return []
-    return [os.path.join(_install_paths.LIBDIR, _SONAME)]
+    here = os.path.dirname(os.path.abspath(__file__))
+    paths = [os.path.normpath(os.path.join(here, _install_paths.LIBDIR_FROM_PACKAGE, _SONAME))]
+    if _install_paths.LIBDIR:
+        paths.append(os.path.join(_install_paths.LIBDIR, _SONAME))
+    return paths
 
 
 def _build_tree_candidates():
@@ -35,7 +40,8 @@ def candidate_paths():
     if env:
         return [env]
     paths += _installed_candidates()
-    paths += [os.path.join(os.path.dirname(__file__), _SONAME)]
+    # Inside the package: a wheel's libhvd.so (a wheel keeps no versioned links).
+    paths += [os.path.join(os.path.dirname(__file__), name) for name in (_SONAME, "libhvd.so")]
     paths += _build_tree_candidates()
     system = ctypes.util.find_library("hvd")
     paths += [system] if system else []

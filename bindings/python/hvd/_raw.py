@@ -8,13 +8,15 @@ Outputs of unknown size (allgather, alltoall) are allocated by a Python factory 
 libhvd calls through the options' allocator, so the result lands directly in memory
 the framework owns (a numpy array or a torch tensor): no copy, no hvd_free.
 """
+import collections
 import ctypes
 import itertools
 import threading
+import weakref
 
 from . import _capi
 from ._capi import lib
-from .errors import check, error_for
+from .errors import HvdError, check, error_for
 
 
 def encode_name(name):
@@ -25,57 +27,182 @@ def encode_name(name):
     return str(name).encode("utf-8")
 
 
+class _Operation:
+    """What one enqueued operation needs until libhvd is done with it: the raw handle,
+    every buffer and ctypes object libhvd reads or writes, and how to make the result.
+
+    The registry below owns it while it is in flight, not the Handle the caller gets:
+    a caller may drop its Handle at once, and the memory must stay valid until the
+    library has completed the operation."""
+
+    def __init__(self, raw, name_key, function, keepalive, finish, cleanup):
+        self.raw = raw
+        self.name_key = name_key
+        self.function = function
+        self.keepalive = keepalive
+        self.finish = finish
+        self.cleanup = cleanup
+        self.completed = False
+        self.result = None
+        self.error = None
+        self.lock = threading.Lock()
+
+    def poll(self):
+        with self.lock:
+            if self.completed:
+                return True
+            done = ctypes.c_int(0)
+            check(lib.hvd_poll(self.raw, ctypes.byref(done)), "poll")
+            return done.value == 1
+
+    def complete(self):
+        """Waits for the operation (releasing the C handle), makes its result or error,
+        and lets go of its buffers. Idempotent."""
+        with self.lock:
+            if self.completed:
+                return
+            status = lib.hvd_wait(self.raw)
+            self.completed = True
+            try:
+                if status != 0:
+                    self.error = error_for(status, self.function)
+                elif self.finish is not None:
+                    self.result = self.finish()
+            except BaseException as exc:  # noqa: BLE001 - kept for the waiter
+                self.error = exc
+            finally:
+                if self.cleanup is not None:
+                    self.cleanup()
+                self.keepalive = self.finish = self.cleanup = None
+        _registry.forget(self)
+
+    def outcome(self):
+        self.complete()
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+class _Registry:
+    """Every operation in flight, and those whose Handle was dropped (orphans).
+
+    A dropped Handle's finalizer only queues its operation (it may run inside garbage
+    collection, on any thread, so it takes no lock); orphans are reaped on later
+    enqueues and at shutdown: a completed one is waited for (freeing the C handle) and
+    its buffers released, one still running stays registered."""
+
+    def __init__(self):
+        self._live = set()
+        self._names = {}  # (process set id, name) -> its pending operation
+        self._lock = threading.Lock()
+        self._orphans = collections.deque()
+
+    def add(self, op):
+        with self._lock:
+            self._live.add(op)
+            if op.name_key is not None:
+                self._names[op.name_key] = op
+
+    def forget(self, op):
+        with self._lock:
+            self._live.discard(op)
+            if op.name_key is not None and self._names.get(op.name_key) is op:
+                del self._names[op.name_key]
+
+    def name_taken(self, key):
+        with self._lock:
+            return key in self._names
+
+    def orphan(self, op):
+        self._orphans.append(op)
+
+    def pending(self):
+        with self._lock:
+            return len(self._live)
+
+    def reap(self, block=False):
+        """Completes orphans that are done; keeps the others for a later reap.
+
+        Called on every enqueue, so it stays cheap with thousands of orphans: it looks
+        at the oldest ones (operations mostly complete in the order they were started)
+        and stops after a few that are still running, sending those to the back."""
+        misses = 0
+        for _ in range(len(self._orphans)):
+            try:
+                op = self._orphans.popleft()
+            except IndexError:
+                break
+            try:
+                done = block or op.poll()
+            except HvdError:
+                done = True  # hvd_wait reports the failure to nobody, and frees it
+            if done:
+                op.complete()
+                continue
+            self._orphans.append(op)
+            misses += 1
+            if misses >= _REAP_MISSES:
+                break
+
+    def complete_all(self):
+        """After hvd_shutdown every operation has completed (with HVD_ERR_SHUT_DOWN if it
+        had not run): wait for all of them, so that no C handle outlives the runtime and
+        a later wait() on a kept Handle reports that error without calling into C."""
+        with self._lock:
+            ops = list(self._live)
+        for op in ops:
+            op.complete()
+        self._orphans.clear()
+
+
+_REAP_MISSES = 4
+_registry = _Registry()
+
+
+def _on_handle_dropped(op):
+    if not op.completed:
+        _registry.orphan(op)
+
+
 class Handle:
     """An operation in flight: poll() says whether it completed, wait() returns its
-    result (or raises its HvdError). Waiting twice returns the same result."""
+    result (or raises its HvdError). Waiting twice returns the same result. Dropping
+    a Handle without waiting is safe: the operation completes in the background."""
 
-    def __init__(self, raw, function, keepalive, finish, cleanup=None):
-        self._raw = raw
-        self._function = function
-        self._keepalive = keepalive
-        self._finish = finish
-        self._cleanup = cleanup
-        self._completed = False
-        self._result = None
-        self._error = None
-        self._lock = threading.Lock()
+    def __init__(self, raw, name_key, function, keepalive, finish, cleanup=None):
+        self._op = _Operation(raw, name_key, function, keepalive, finish, cleanup)
+        _registry.add(self._op)
+        weakref.finalize(self, _on_handle_dropped, self._op)
 
     @property
     def raw(self):
         """The hvd_handle_t value."""
-        return self._raw
+        return self._op.raw
 
     def poll(self):
-        with self._lock:
-            if self._completed:
-                return True
-            done = ctypes.c_int(0)
-            check(lib.hvd_poll(self._raw, ctypes.byref(done)), "hvd_poll")
-            return done.value == 1
+        return self._op.poll()
 
     def wait(self):
-        with self._lock:
-            if not self._completed:
-                status = lib.hvd_wait(self._raw)
-                error = error_for(status, self._function) if status != 0 else None
-                self._completed = True
-                try:
-                    if error is None:
-                        self._result = self._finish() if self._finish else None
-                    else:
-                        self._error = error
-                finally:
-                    if self._cleanup:
-                        self._cleanup()
-                    self._keepalive = None
-                    self._finish = None
-            if self._error is not None:
-                raise self._error
-            return self._result
+        return self._op.outcome()
 
     def __repr__(self):
-        state = "done" if self._completed else "pending"
-        return f"<hvd.Handle {self._raw} {self._function} {state}>"
+        state = "done" if self._op.completed else "pending"
+        return f"<hvd.Handle {self._op.raw} {self._op.function} {state}>"
+
+
+def in_flight():
+    """Number of operations whose buffers are still held (waited for or not)."""
+    return _registry.pending()
+
+
+def reap_dropped(block=False):
+    """Releases the operations whose Handle was dropped and that have completed; with
+    block, waits for every dropped operation first (each must be able to complete)."""
+    _registry.reap(block)
+
+
+def complete_all_after_shutdown():
+    _registry.complete_all()
 
 
 # --- output allocation through hvd_op_options_t.allocator ---------------------------
@@ -133,35 +260,65 @@ class OutputSlot:
 
 # --- the operations -----------------------------------------------------------------
 
-def _handle_out():
+def _name_key(name, options):
+    return None if name is None else (options.process_set_id, encode_name(name))
+
+
+def _handle_out(name, options):
+    """Checks the name, then returns the handle to enqueue into.
+
+    A name stays taken until this process has released its operation: waited for its
+    handle, or reaped it after the handle was dropped. libhvd rejects a name still in
+    flight in the library; this also rejects one whose operation completed there but
+    not yet here, so reusing a name before synchronize() fails on every run, not only
+    when the first operation happens to be slower than the second call."""
+    key = _name_key(name, options)
+    taken = key is not None and _registry.name_taken(key)
+    # Every enqueue also releases what dropped handles left behind (after the check, so
+    # a dropped operation keeps its name until the next call), so a loop of
+    # fire-and-forget calls holds only the operations still running.
+    _registry.reap()
+    if taken:
+        raise error_for(4, None, f"an operation named '{key[1].decode('utf-8', 'replace')}' "
+                        "is still pending in this process (its handle was not synchronized "
+                        "yet): names must be unique among pending operations")
     return _capi.handle_t(0)
 
 
-def allreduce(send, recv, count, dtype, op, name, options, keepalive, finish):
-    h = _handle_out()
+def allreduce(send, recv, count, dtype, op, name, options, keepalive, finish, shape=None):
+    """shape: the tensor's shape, which every rank must then pass alike (optional)."""
+    shape_arr = _capi.set_shape(options, shape)
+    h = _handle_out(name, options)
     check(lib.hvd_allreduce_async(send, recv, count, dtype, op, encode_name(name),
                                   ctypes.byref(options), ctypes.byref(h)), "hvd_allreduce")
-    return Handle(h.value, "hvd_allreduce", (keepalive, options), finish)
+    return Handle(h.value, _name_key(name, options), "hvd_allreduce",
+                  (keepalive, options, shape_arr), finish)
 
 
-def grouped_allreduce(sends, recvs, counts, dtype, op, name, options, keepalive, finish):
+def grouped_allreduce(sends, recvs, counts, dtype, op, name, options, keepalive, finish,
+                      shapes=None):
+    """shapes: the members' shapes; libhvd compares the shape of a group of one."""
     n = len(sends)
+    shape_arr = _capi.set_shape(options, shapes[0]) if shapes and n == 1 else None
     send_arr = (ctypes.c_void_p * n)(*sends)
     recv_arr = (ctypes.c_void_p * n)(*recvs)
     count_arr = (ctypes.c_int64 * n)(*counts)
-    h = _handle_out()
+    h = _handle_out(name, options)
     check(lib.hvd_grouped_allreduce_async(n, send_arr, recv_arr, count_arr, dtype, op,
                                           encode_name(name), ctypes.byref(options),
                                           ctypes.byref(h)), "hvd_grouped_allreduce")
-    return Handle(h.value, "hvd_grouped_allreduce",
-                  (keepalive, options, send_arr, recv_arr, count_arr), finish)
+    return Handle(h.value, _name_key(name, options), "hvd_grouped_allreduce",
+                  (keepalive, options, shape_arr, send_arr, recv_arr, count_arr), finish)
 
 
-def broadcast(buf, count, dtype, root_rank, name, options, keepalive, finish):
-    h = _handle_out()
+def broadcast(buf, count, dtype, root_rank, name, options, keepalive, finish, shape=None):
+    """root_rank: a global rank. shape: as for allreduce."""
+    shape_arr = _capi.set_shape(options, shape)
+    h = _handle_out(name, options)
     check(lib.hvd_broadcast_async(buf, count, dtype, int(root_rank), encode_name(name),
                                   ctypes.byref(options), ctypes.byref(h)), "hvd_broadcast")
-    return Handle(h.value, "hvd_broadcast", (keepalive, options), finish)
+    return Handle(h.value, _name_key(name, options), "hvd_broadcast",
+                  (keepalive, options, shape_arr), finish)
 
 
 def allgather(send, shape, dtype, name, options, factory, set_size, keepalive, finish):
@@ -172,7 +329,7 @@ def allgather(send, shape, dtype, name, options, factory, set_size, keepalive, f
     per_rank = (ctypes.c_int64 * max(set_size, 1))()
     slot = OutputSlot(factory)
     slot.attach(options)
-    h = _handle_out()
+    h = _handle_out(name, options)
     try:
         check(lib.hvd_allgather_async(send, len(shape), shape_arr, dtype, ctypes.byref(recv_ptr),
                                       ctypes.byref(dim0), per_rank, encode_name(name),
@@ -180,7 +337,7 @@ def allgather(send, shape, dtype, name, options, factory, set_size, keepalive, f
     except BaseException:
         slot.release()
         raise
-    return Handle(h.value, "hvd_allgather",
+    return Handle(h.value, _name_key(name, options), "hvd_allgather",
                   (keepalive, options, shape_arr, recv_ptr, dim0, per_rank),
                   lambda: finish(slot.value, dim0.value, list(per_rank[:set_size])),
                   cleanup=slot.release)
@@ -191,13 +348,18 @@ def alltoall(send, shape, dtype, splits, name, options, factory, set_size, keepa
     shape_arr = _capi.shape_array(shape)
     split_arr = None
     if splits is not None:
+        # libhvd reads one count per rank of the set from this array.
+        if set_size >= 0 and len(splits) != set_size:
+            raise error_for(2, "alltoall", f"splits has {len(splits)} entries but "
+                            f"the process set has {set_size} ranks; give one row count per "
+                            "rank")
         split_arr = (ctypes.c_int64 * len(splits))(*[int(s) for s in splits])
     recv_ptr = ctypes.c_void_p()
     dim0 = ctypes.c_int64(0)
     recv_splits = (ctypes.c_int64 * max(set_size, 1))()
     slot = OutputSlot(factory)
     slot.attach(options)
-    h = _handle_out()
+    h = _handle_out(name, options)
     try:
         check(lib.hvd_alltoall_async(send, len(shape), shape_arr, dtype, split_arr,
                                      ctypes.byref(recv_ptr), ctypes.byref(dim0), recv_splits,
@@ -206,7 +368,7 @@ def alltoall(send, shape, dtype, splits, name, options, factory, set_size, keepa
     except BaseException:
         slot.release()
         raise
-    return Handle(h.value, "hvd_alltoall",
+    return Handle(h.value, _name_key(name, options), "hvd_alltoall",
                   (keepalive, options, shape_arr, split_arr, recv_ptr, dim0, recv_splits),
                   lambda: finish(slot.value, dim0.value, list(recv_splits[:set_size])),
                   cleanup=slot.release)
@@ -214,11 +376,12 @@ def alltoall(send, shape, dtype, splits, name, options, factory, set_size, keepa
 
 def reducescatter(send, recv, shape, dtype, op, name, options, keepalive, finish):
     shape_arr = _capi.shape_array(shape)
-    h = _handle_out()
+    h = _handle_out(name, options)
     check(lib.hvd_reducescatter_async(send, recv, len(shape), shape_arr, dtype, op,
                                       encode_name(name), ctypes.byref(options), ctypes.byref(h)),
           "hvd_reducescatter")
-    return Handle(h.value, "hvd_reducescatter", (keepalive, options, shape_arr), finish)
+    return Handle(h.value, _name_key(name, options), "hvd_reducescatter",
+                  (keepalive, options, shape_arr), finish)
 
 
 def grouped_allgather(sends, shapes, dtype, name, options, factory, set_size, keepalive,
@@ -233,7 +396,7 @@ def grouped_allgather(sends, shapes, dtype, name, options, factory, set_size, ke
     per_rank = (ctypes.c_int64 * max(n * set_size, 1))()
     slot = OutputSlot(factory)
     slot.attach(options)
-    h = _handle_out()
+    h = _handle_out(name, options)
     try:
         check(lib.hvd_grouped_allgather_async(n, send_arr, ndims, shape_ptrs, dtype, recv_arr,
                                               dim0s, per_rank, encode_name(name),
@@ -247,7 +410,7 @@ def grouped_allgather(sends, shapes, dtype, name, options, factory, set_size, ke
         owners = [slot.owner_at(recv_arr[i]) for i in range(n)]
         rows = [list(per_rank[i * set_size:(i + 1) * set_size]) for i in range(n)]
         return finish(owners, list(dim0s), rows)
-    return Handle(h.value, "hvd_grouped_allgather",
+    return Handle(h.value, _name_key(name, options), "hvd_grouped_allgather",
                   (keepalive, options, send_arr, shape_ptrs, ndims, shape_arrs, recv_arr,
                    dim0s, per_rank), result, cleanup=slot.release)
 
@@ -257,10 +420,10 @@ def grouped_reducescatter(sends, recvs, shapes, dtype, op, name, options, keepal
     send_arr = (ctypes.c_void_p * n)(*sends)
     recv_arr = (ctypes.c_void_p * n)(*recvs)
     shape_ptrs, ndims, shape_arrs = _capi.shape_arrays(shapes)
-    h = _handle_out()
+    h = _handle_out(name, options)
     check(lib.hvd_grouped_reducescatter_async(n, send_arr, recv_arr, ndims, shape_ptrs, dtype,
                                               op, encode_name(name), ctypes.byref(options),
                                               ctypes.byref(h)), "hvd_grouped_reducescatter")
-    return Handle(h.value, "hvd_grouped_reducescatter",
+    return Handle(h.value, _name_key(name, options), "hvd_grouped_reducescatter",
                   (keepalive, options, send_arr, recv_arr, shape_ptrs, ndims, shape_arrs),
                   finish)

@@ -2,13 +2,26 @@
 
 Framework-independent: the numpy and torch layers both re-export these.
 """
+import atexit
 import ctypes
 
+from . import _raw
 from ._capi import Counters, lib, HVD_DEVICE_CPU, HVD_GLOBAL_PROCESS_SET
-from .errors import check
+from .errors import check, error_for
 
 # Reduction operations, numbered as Horovod numbers them.
 Average, Sum, Adasum, Min, Max, Product = range(6)
+OP_NAMES = {Average: "Average", Sum: "Sum", Adasum: "Adasum", Min: "Min", Max: "Max",
+            Product: "Product"}
+
+
+def reduce_op(op, function):
+    """The op code for hvd.Average, hvd.Sum, ... (ints as Horovod's are); anything else
+    is an InvalidArgumentError (a ValueError) listing the valid ones."""
+    if isinstance(op, int) and not isinstance(op, bool) and op in OP_NAMES:
+        return int(op)
+    valid = ", ".join(f"hvd.{n}" for n in OP_NAMES.values())
+    raise error_for(2, function, f"op={op!r} is not a reduction operation; use one of {valid}")
 
 
 class ProcessSet:
@@ -116,7 +129,14 @@ def _init_with_sets(process_sets):
 
 def _init_on_world_ranks(ranks):
     # Horovod's init(comm=[ranks]): a communicator of those world ranks, through mpi4py.
-    from mpi4py import MPI
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:
+        raise ImportError(
+            "hvd.init(comm=[ranks]) builds the communicator of those ranks with mpi4py, which "
+            f"is not importable ({exc}); install mpi4py (built for the same MPI as libhvd), "
+            "or call hvd.init() on all ranks and use hvd.add_process_set(ranks) "
+            "instead") from exc
     world = MPI.COMM_WORLD
     member = world.Get_rank() in ranks
     sub = world.Split(0 if member else MPI.UNDEFINED, world.Get_rank())
@@ -128,9 +148,26 @@ def _init_on_world_ranks(ranks):
         sub.Free()
 
 
+def process_set_included(process_set):
+    """True if this process is a member of the set (a ProcessSet, an id or None)."""
+    return lib.hvd_process_set_included(process_set_id(process_set)) == 1
+
+
 def shutdown():
     """Stops libhvd; pending operations fail with ShutDownError. Safe to repeat."""
-    check(lib.hvd_shutdown(), "hvd_shutdown")
+    try:
+        check(lib.hvd_shutdown(), "hvd_shutdown")
+    finally:
+        _raw.complete_all_after_shutdown()
+
+
+@atexit.register
+def _shutdown_if_work_pending():
+    """At interpreter exit, operations still in flight would write into buffers that
+    Python is about to free: shut libhvd down first (completing them), as Horovod
+    shuts down at exit."""
+    if _raw.in_flight() and is_initialized():
+        shutdown()
 
 
 def is_initialized():
@@ -182,7 +219,9 @@ def gpu_device():
 
 def add_process_set(process_set):
     """Registers a ProcessSet (or a list of ranks) on every rank; returns the ProcessSet.
-    Collective over all ranks, which must pass the same ranks."""
+    Collective over all ranks, which must pass the same ranks. A set with the same
+    ranks already registered is an InvalidArgumentError (a ValueError) on every rank,
+    as Horovod raises ValueError: reuse that set, or remove it first."""
     ps = process_set if isinstance(process_set, ProcessSet) else ProcessSet(process_set)
     ranks = (ctypes.c_int * len(ps.ranks))(*ps.ranks)
     new_id = ctypes.c_int32(-1)
@@ -193,8 +232,13 @@ def add_process_set(process_set):
 
 
 def remove_process_set(process_set):
-    """Removes a registered set (collective). Returns True when it was removed."""
+    """Removes a registered set (collective). Returns True when it was removed, False
+    (as Horovod) for the global set and for a ProcessSet that is not registered."""
+    if isinstance(process_set, ProcessSet) and process_set.process_set_id is None:
+        return False
     set_id = process_set_id(process_set)
+    if set_id == HVD_GLOBAL_PROCESS_SET:
+        return False
     check(lib.hvd_remove_process_set(set_id), "hvd_remove_process_set")
     if isinstance(process_set, ProcessSet):
         process_set.process_set_id = None
@@ -272,8 +316,9 @@ def cuda_built():
 
 
 def nccl_built():
-    """Horovod returns the NCCL version or 0; we return 1 or 0."""
-    return lib.hvd_nccl_built()
+    """The NCCL version code (e.g. 21805) when libhvd was built with NCCL, else 0, as
+    Horovod's nccl_built() returns."""
+    return lib.hvd_nccl_version()
 
 
 def hwloc_built():

@@ -14,7 +14,7 @@ every rank. `dtype=hvd.bfloat16` treats 16-bit raw data as bfloat16.
 import numpy as np
 
 from . import _capi, _raw, dtypes
-from .basics import Average, process_set_id
+from .basics import Average, process_set_id, reduce_op
 from ._capi import lib
 
 __all__ = [
@@ -28,8 +28,15 @@ __all__ = [
 ]
 
 
-def _input(array):
+def _input(array, function="hvd"):
+    """A C-contiguous numpy array of `array` (copied only when needed)."""
+    if array is None:
+        raise TypeError(f"{function}: expected a numpy array (or a list or number that "
+                        "numpy turns into one), got None")
     a = np.ascontiguousarray(array)
+    if a.dtype == np.dtype(object):
+        raise TypeError(f"{function}: expected a numpy array of numbers, got "
+                        f"{type(array).__name__} that numpy can only hold as Python objects")
     return a
 
 
@@ -72,7 +79,7 @@ def _rows_view(owner, dtype, dim0, row_shape):
 def allreduce_async(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                     process_set=None, out=None, dtype=None):
     """Starts an allreduce of `array` into a new array (or `out`); returns a Handle."""
-    src = _input(array)
+    src = _input(array, "allreduce")
     code = dtypes.from_numpy(src.dtype, dtype)
     if out is None:
         out = np.empty_like(src)
@@ -86,8 +93,9 @@ def allreduce_async(array, op=Average, name=None, prescale_factor=1.0, postscale
 
     def result():
         return out if out.shape == shape else out.reshape(shape)
-    return _raw.allreduce(src.ctypes.data, out.ctypes.data, src.size, code, int(op), name,
-                          opts, (src, out), result)
+    return _raw.allreduce(src.ctypes.data, out.ctypes.data, src.size, code,
+                          reduce_op(op, "allreduce"), name, opts, (src, out), result,
+                          shape=src.shape)
 
 
 def allreduce(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
@@ -103,8 +111,8 @@ def allreduce_async_(array, op=Average, name=None, prescale_factor=1.0, postscal
     a = _inplace(array, "allreduce_")
     code = dtypes.from_numpy(a.dtype, dtype)
     opts = _options(process_set, prescale_factor, postscale_factor)
-    return _raw.allreduce(a.ctypes.data, a.ctypes.data, a.size, code, int(op), name, opts,
-                          a, lambda: a)
+    return _raw.allreduce(a.ctypes.data, a.ctypes.data, a.size, code,
+                          reduce_op(op, "allreduce_"), name, opts, a, lambda: a, shape=a.shape)
 
 
 def allreduce_(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
@@ -138,14 +146,16 @@ def grouped_allreduce_async(arrays, op=Average, name=None, prescale_factor=1.0,
     """Allreduces a list of arrays of one dtype as one unit; the Handle's result is a
     list of new arrays."""
     shapes = [np.shape(a) for a in arrays]
-    srcs = [_input(a) for a in arrays]
+    srcs = [_input(a, "grouped_allreduce") for a in arrays]
     code = _group_dtype(srcs, dtype, "grouped_allreduce")
     outs = [np.empty_like(s) for s in srcs]
     opts = _options(process_set, prescale_factor, postscale_factor)
     return _raw.grouped_allreduce([s.ctypes.data for s in srcs], [o.ctypes.data for o in outs],
-                                  [s.size for s in srcs], code, int(op), name, opts,
+                                  [s.size for s in srcs], code,
+                                  reduce_op(op, "grouped_allreduce"), name, opts,
                                   (srcs, outs),
-                                  lambda: [o.reshape(s) for o, s in zip(outs, shapes)])
+                                  lambda: [o.reshape(s) for o, s in zip(outs, shapes)],
+                                  shapes=[s.shape for s in srcs])
 
 
 def grouped_allreduce(arrays, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
@@ -160,8 +170,9 @@ def grouped_allreduce_async_(arrays, op=Average, name=None, prescale_factor=1.0,
     code = _group_dtype(arrays, dtype, "grouped_allreduce_")
     opts = _options(process_set, prescale_factor, postscale_factor)
     ptrs = [a.ctypes.data for a in arrays]
-    return _raw.grouped_allreduce(ptrs, ptrs, [a.size for a in arrays], code, int(op), name,
-                                  opts, arrays, lambda: arrays)
+    return _raw.grouped_allreduce(ptrs, ptrs, [a.size for a in arrays], code,
+                                  reduce_op(op, "grouped_allreduce_"), name,
+                                  opts, arrays, lambda: arrays, shapes=[a.shape for a in arrays])
 
 
 def grouped_allreduce_(arrays, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
@@ -176,16 +187,17 @@ def broadcast_async_(array, root_rank, name=None, process_set=None, dtype=None):
     a = _inplace(array, "broadcast_")
     code = dtypes.from_numpy(a.dtype, dtype)
     opts = _options(process_set)
-    return _raw.broadcast(a.ctypes.data, a.size, code, root_rank, name, opts, a, lambda: a)
+    return _raw.broadcast(a.ctypes.data, a.size, code, root_rank, name, opts, a, lambda: a,
+                          shape=a.shape)
 
 
 def broadcast_(array, root_rank, name=None, process_set=None, dtype=None):
-    """Overwrites `array` with root_rank's (rank within the process set); returns it."""
+    """Overwrites `array` with root_rank's (a global rank, as in Horovod); returns it."""
     return broadcast_async_(array, root_rank, name, process_set, dtype).wait()
 
 
 def broadcast_async(array, root_rank, name=None, process_set=None, dtype=None):
-    copy = np.array(array, order="C", copy=True)
+    copy = np.array(_input(array, "broadcast"), order="C", copy=True)
     return broadcast_async_(copy, root_rank, name, process_set, dtype)
 
 
@@ -198,7 +210,7 @@ def broadcast(array, root_rank, name=None, process_set=None, dtype=None):
 
 def allgather_async(array, name=None, process_set=None, dtype=None):
     """Starts gathering every rank's rows (first dimension may differ per rank)."""
-    src = _input(array)
+    src = _input(array, "allgather")
     if src.ndim == 0:
         src = src.reshape(1)
     code = dtypes.from_numpy(src.dtype, dtype)
@@ -217,7 +229,7 @@ def allgather(array, name=None, process_set=None, dtype=None):
 def grouped_allgather_async(arrays, name=None, process_set=None, dtype=None):
     """Starts allgathers of a list of arrays of one dtype as one unit; the Handle's
     result is the list of gathered arrays. Member i is named "<name>.<i>"."""
-    srcs = [_input(a) for a in _group_list(arrays, "grouped_allgather")]
+    srcs = [_input(a, "grouped_allgather") for a in _group_list(arrays, "grouped_allgather")]
     srcs = [s.reshape(1) if s.ndim == 0 else s for s in srcs]
     code = _group_dtype(srcs, dtype, "grouped_allgather")
     opts = _options(process_set)
@@ -241,7 +253,7 @@ def grouped_allgather(arrays, name=None, process_set=None, dtype=None):
 
 def alltoall_async(array, splits=None, name=None, process_set=None, dtype=None):
     """Starts an alltoall; the Handle's result is (output, received_splits)."""
-    src = _input(array)
+    src = _input(array, "alltoall")
     if src.ndim == 0:
         raise ValueError("alltoall: the array needs at least one dimension")
     code = dtypes.from_numpy(src.dtype, dtype)
@@ -267,7 +279,7 @@ def _scatter_input(array, function):
     # Checked before _input: np.ascontiguousarray turns a scalar into one row.
     if np.ndim(array) == 0:
         raise ValueError(f"{function}: the array needs at least one dimension")
-    return _input(array)
+    return _input(array, function)
 
 
 def _scatter_output(src, process_set):
@@ -285,7 +297,8 @@ def reducescatter_async(array, op=Average, name=None, process_set=None, prescale
     code = dtypes.from_numpy(src.dtype, dtype)
     out = _scatter_output(src, process_set)
     opts = _options(process_set, prescale_factor, postscale_factor)
-    return _raw.reducescatter(src.ctypes.data, out.ctypes.data, src.shape, code, int(op), name,
+    return _raw.reducescatter(src.ctypes.data, out.ctypes.data, src.shape, code,
+                              reduce_op(op, "reducescatter"), name,
                               opts, (src, out), lambda: out)
 
 
@@ -307,7 +320,8 @@ def grouped_reducescatter_async(arrays, op=Average, name=None, process_set=None,
     opts = _options(process_set, prescale_factor, postscale_factor)
     return _raw.grouped_reducescatter([s.ctypes.data for s in srcs],
                                       [o.ctypes.data for o in outs], [s.shape for s in srcs],
-                                      code, int(op), name, opts, (srcs, outs), lambda: outs)
+                                      code, reduce_op(op, "grouped_reducescatter"), name,
+                                      opts, (srcs, outs), lambda: outs)
 
 
 def grouped_reducescatter(arrays, op=Average, name=None, process_set=None, prescale_factor=1.0,

@@ -1,11 +1,17 @@
 """Exceptions raised for libhvd status codes.
 
 Each non-success hvd_status_t maps to one HvdError subclass carrying the status code,
-the library's fixed sentence for it and the thread's hvd_last_error() detail. Some
-also derive from the matching builtin (ValueError, NotImplementedError, ...) so that
-generic handlers keep working.
+the library's fixed sentence for it and the thread's hvd_last_error() detail. Every
+HvdError is a RuntimeError (what Horovod raises for failed collectives); some also
+derive from the builtin Horovod raises in that case, so that handlers written for
+Horovod catch them: ValueError for bad arguments and for a name already in flight,
+NotImplementedError, MemoryError, TimeoutError.
+
+The library's messages speak C (hvd_allreduce_async, HVD_OP_AVERAGE); python_words()
+rewrites them into the names a Python caller uses.
 """
 import builtins
+import re
 
 from ._capi import lib
 
@@ -23,8 +29,11 @@ class HvdError(RuntimeError):
         self.detail = detail
         self.function = function
         meaning = lib.hvd_status_string(status).decode("utf-8", "replace")
-        where = f"{function}: " if function else ""
-        super().__init__(f"{where}{detail or meaning}")
+        text = python_words(detail) or meaning
+        where = python_words(function) if function else ""
+        # The library's detail often names the function already.
+        prefix = f"{where}: " if where and where not in text else ""
+        super().__init__(prefix + text)
 
 
 class NotInitializedError(HvdError):
@@ -39,7 +48,7 @@ class MismatchError(HvdError):
     pass
 
 
-class DuplicateNameError(HvdError):
+class DuplicateNameError(HvdError, ValueError):
     pass
 
 
@@ -73,6 +82,30 @@ class NoMemoryError(HvdError, MemoryError):
 
 class InternalError(HvdError):
     pass
+
+
+# C words -> Python words, applied in order.
+_OPS = {"AVERAGE": "Average", "SUM": "Sum", "ADASUM": "Adasum", "MIN": "Min", "MAX": "Max",
+        "PRODUCT": "Product"}
+_REWRITES = [
+    (re.compile(r"\bhvd_op_options_init\(\) or HVD_OP_OPTIONS_INITIALIZER"), "hvd"),
+    (re.compile(r"\bHVD_OP_([A-Z]+)\b"), lambda m: "hvd." + _OPS.get(m.group(1), m.group(1))),
+    (re.compile(r"\bHVD_DEVICE_CPU \(-1\)"), "the CPU"),
+    (re.compile(r"\bHVD_(UINT8|INT8|UINT16|INT16|INT32|INT64|FLOAT16|BFLOAT16|FLOAT32|"
+                r"FLOAT64|BOOL)\b"), lambda m: m.group(1).lower()),
+    (re.compile(r"\bhvd_(init|shutdown)\b(\(\))?"), r"hvd.\1()"),
+    (re.compile(r"\bhvd_(\w+?)(_async)?\b(\(\))?"), r"hvd.\1()"),
+]
+
+
+def python_words(text):
+    """`text` with the C API's function and constant names replaced by the Python
+    package's (hvd_allreduce_async -> hvd.allreduce(), HVD_OP_AVERAGE -> hvd.Average)."""
+    if not text:
+        return text
+    for pattern, replacement in _REWRITES:
+        text = pattern.sub(replacement, text)
+    return text
 
 
 _BY_STATUS = {

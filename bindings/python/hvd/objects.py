@@ -11,7 +11,7 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=None):
     from .basics import process_set_id
     from ._capi import lib
     name = name or type(obj).__name__
-    is_root = lib.hvd_process_set_rank(process_set_id(process_set)) == root_rank
+    is_root = lib.hvd_rank() == root_rank  # root_rank is a global rank, as in Horovod
     payload = np.frombuffer(pickle.dumps(obj), dtype=np.uint8) if is_root else None
     length = np.array([payload.size if is_root else 0], dtype=np.int64)
     collectives.broadcast_(length, root_rank, f"{name}.size", process_set)

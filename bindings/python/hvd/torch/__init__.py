@@ -7,7 +7,8 @@
     hvd.broadcast_optimizer_state(optimizer, root_rank=0)
 
 Handles returned by the `*_async` functions are hvd.Handle objects (Horovod's are
-ints); pass them to poll() and synchronize() as usual.
+ints); pass them to poll() and synchronize() as usual. A handle may also be dropped
+without waiting: the operation's buffers stay alive until it completes.
 """
 from ..basics import (Adasum, Average, Max, Min, Product, ProcessSet, Sum, add_process_set,
                       barrier, cross_rank, cross_size, cuda_built, global_process_set,
@@ -24,8 +25,9 @@ from .mpi_ops import (allgather, allgather_async, allreduce, allreduce_, allredu
                       grouped_allgather_async, grouped_allreduce, grouped_allreduce_,
                       grouped_allreduce_async, grouped_allreduce_async_, grouped_reducescatter,
                       grouped_reducescatter_async, join, poll, reducescatter,
-                      reducescatter_async, synchronize)
+                      reducescatter_async, sparse_allreduce_async, synchronize)
 from .optimizer import DistributedOptimizer
+from .sync_batch_norm import SyncBatchNorm
 
 # Horovod's name for failures of collective operations.
 HorovodInternalError = HvdError

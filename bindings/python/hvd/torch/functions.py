@@ -73,17 +73,41 @@ def _collect_slots(obj, out):
     return out
 
 
-def broadcast_optimizer_state(optimizer, root_rank, process_set=None):
+def _fill_missing_grads(optimizer, model):
+    """As Horovod: before the first step, trainable parameters without a gradient get
+    a zero one (sparse for SparseAdam and for sparse embeddings of `model`), so code
+    that reads or reduces p.grad next finds a tensor on every rank."""
+    sparse_ids = set()
+    if model is not None:
+        for m in model.modules():
+            if isinstance(m, torch.nn.Embedding) and m.sparse:
+                sparse_ids.update(id(p) for p in m.parameters())
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if p.requires_grad and p.grad is None:
+                p.grad = torch.zeros_like(p)
+                if isinstance(optimizer, torch.optim.SparseAdam) or id(p) in sparse_ids:
+                    p.grad = p.grad.to_sparse()
+
+
+def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=None):
     """Makes every rank's optimizer state (moments, step counts, hyper-parameters)
-    equal to root_rank's.
+    equal to root_rank's (a global rank).
 
     The state's structure and scalars travel as one pickled object; its tensors are
     broadcast directly (through host memory), so large moment buffers are not pickled.
-    Ranks whose optimizer has not stepped yet receive the full state.
+    Ranks whose optimizer has not stepped yet receive the full state. model: optional,
+    to know which parameters have sparse gradients (as Horovod's argument).
     """
     from ..basics import process_set_id
     from .._capi import lib
-    is_root = lib.hvd_process_set_rank(process_set_id(process_set)) == root_rank
+    if isinstance(optimizer, torch.optim.LBFGS):
+        raise ValueError("broadcast_optimizer_state: torch.optim.LBFGS keeps its state as "
+                         "nested Python objects and is not supported; broadcast the model "
+                         "and let each rank build its own LBFGS state")
+    if not optimizer.state_dict()["state"]:
+        _fill_missing_grads(optimizer, model)
+    is_root = lib.hvd_rank() == root_rank
     tensors = []
     skeleton = _strip_tensors(optimizer.state_dict(), tensors) if is_root else None
     skeleton = broadcast_object(skeleton, root_rank, "optimizer_state.skeleton", process_set)

@@ -1,133 +1,76 @@
-"""Collectives over torch tensors, with Horovod's torch signatures.
+"""Horovod's torch collectives: the asynchronous calls of async_ops.py, and blocking
+calls that are differentiable as Horovod defines them (horovod/torch/mpi_ops.py):
 
-CPU tensors are reduced in their own memory. CUDA tensors pass their device ordinal and
-the current CUDA stream of that device, so libhvd orders its work after whatever
-produced the tensor. Non-contiguous tensors are copied to a contiguous buffer first
-(and copied back for in-place calls).
+- allreduce: the gradient is the same allreduce of the incoming gradient;
+- allgather: the average over the set of the incoming gradient, this rank's rows;
+- broadcast: the average over the set of the incoming gradient on the root rank, zero
+  elsewhere;
+- reducescatter: the allgather of the incoming gradient (times the set size for Sum,
+  times the scale factors);
+- alltoall: the reverse alltoall, sending back the rows received from each rank;
+- the grouped forms: the same, member by member, as one grouped operation.
+
+sparse_allreduce_async reduces a sparse tensor by allgathering its indices and values.
 """
 import torch
 
-from .. import _capi, _raw
 from .._capi import lib
 from ..basics import Average, Sum, process_set_id
+from .async_ops import (_check_tensor, _group_list, _resolve_op, _set_size, allgather_async,
+                        allreduce_async, alltoall_async, broadcast_async,
+                        grouped_allgather_async, grouped_allreduce_async,
+                        grouped_reducescatter_async, reducescatter_async, synchronize)
 from .compression import Compression
 
-_DTYPES = {
-    torch.uint8: 0, torch.int8: 1, torch.int16: 3, torch.int32: 4, torch.int64: 5,
-    torch.float16: 6, torch.bfloat16: 7, torch.float32: 8, torch.float64: 9, torch.bool: 10,
-}
+from .async_ops import (allreduce_, allreduce_async_, broadcast_,  # noqa: F401 - API
+                        broadcast_async_, grouped_allreduce_, grouped_allreduce_async_, join,
+                        poll)
+
+__all__ = [
+    "allgather", "allgather_async", "allreduce", "allreduce_", "allreduce_async",
+    "allreduce_async_", "alltoall", "alltoall_async", "broadcast", "broadcast_",
+    "broadcast_async", "broadcast_async_", "grouped_allgather", "grouped_allgather_async",
+    "grouped_allreduce", "grouped_allreduce_", "grouped_allreduce_async",
+    "grouped_allreduce_async_", "grouped_reducescatter", "grouped_reducescatter_async", "join",
+    "poll", "reducescatter", "reducescatter_async", "sparse_allreduce_async", "synchronize",
+]
 
 
-def _dtype_code(tensor):
-    try:
-        return _DTYPES[tensor.dtype]
-    except KeyError:
-        raise TypeError(f"libhvd has no element type for {tensor.dtype}; supported: "
-                        + ", ".join(str(d) for d in _DTYPES)) from None
+def _set_rank(process_set):
+    return lib.hvd_process_set_rank(process_set_id(process_set))
 
 
-def _check_tensor(tensor, function):
-    if not isinstance(tensor, torch.Tensor):
-        raise TypeError(f"{function}: expected a torch.Tensor, got {type(tensor).__name__}")
-    if tensor.is_sparse:
-        raise TypeError(f"{function}: sparse tensors are not supported; use tensor.to_dense()")
-    if tensor.device.type not in ("cpu", "cuda"):
-        raise TypeError(f"{function}: tensors on {tensor.device.type} are not supported")
+def _own_rows(grad, dims, process_set):
+    """This rank's rows of a gradient of allgathered tensors whose first dimensions on
+    this rank were `dims` (one per member): the rows start after the lower ranks'."""
+    counts = synchronize(grouped_allgather_async(
+        [torch.tensor([d], dtype=torch.int64) for d in dims], process_set=process_set))
+    r = _set_rank(process_set)
+    return [g.narrow(0, int(c[:r].sum()), d) for g, c, d in zip(grad, counts, dims)]
 
 
-def _options(tensor, process_set, prescale=1.0, postscale=1.0):
-    device, stream = _capi.HVD_DEVICE_CPU, None
-    if tensor.is_cuda:
-        device = tensor.device.index if tensor.device.index is not None \
-            else torch.cuda.current_device()
-        stream = torch.cuda.current_stream(device).cuda_stream or None
-    return _capi.new_options(prescale, postscale, device, process_set_id(process_set), stream)
-
-
-def _resolve_op(average, op, function):
-    if average is not None:
-        if op is not None:
-            raise ValueError(f"{function}: op and average cannot both be given")
-        return Average if average else Sum
-    return Average if op is None else int(op)
-
-
-def _output_factory(nbytes, device):
-    where = "cpu" if device < 0 else f"cuda:{device}"
-    buf = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=where)
-    return buf, buf.data_ptr()
-
-
-def _rows(owner, dtype, device, dim0, row_shape):
-    shape = (dim0,) + tuple(row_shape)
-    count = 1
-    for d in shape:
-        count *= d
-    if owner is None or count == 0:
-        return torch.empty(shape, dtype=dtype, device=device)
-    itemsize = torch.empty((), dtype=dtype).element_size()
-    return owner[:count * itemsize].view(dtype).reshape(shape)
-
-
-def _contiguous_inplace(tensor):
-    """A contiguous buffer for an in-place op and the callable that completes it."""
-    if tensor.is_contiguous():
-        return tensor, lambda: tensor
-    buf = tensor.contiguous()
-
-    def copy_back():
-        tensor.copy_(buf)
-        return tensor
-    return buf, copy_back
+def _scaled_for_scatter(ctx, grads):
+    """Horovod's gradient of a reducescatter, before its allgather."""
+    factor = 1.0
+    if ctx.op == Sum:
+        factor *= _set_size(ctx.process_set)
+    factor *= ctx.prescale_factor * ctx.postscale_factor
+    return [g * factor if factor != 1.0 else g for g in grads]
 
 
 # --- allreduce ----------------------------------------------------------------------
 
-def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                     postscale_factor=1.0, process_set=None):
-    """Starts an in-place allreduce of `tensor`; synchronize(handle) returns it."""
-    _check_tensor(tensor, "allreduce_async_")
-    op = _resolve_op(average, op, "allreduce_async_")
-    buf, finish = _contiguous_inplace(tensor)
-    opts = _options(buf, process_set, prescale_factor, postscale_factor)
-    ptr = buf.data_ptr()
-    return _raw.allreduce(ptr, ptr, buf.numel(), _dtype_code(buf), op, name, opts,
-                          (tensor, buf), finish)
-
-
-def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                    postscale_factor=1.0, process_set=None):
-    """Starts an allreduce into a new tensor; synchronize(handle) returns it."""
-    _check_tensor(tensor, "allreduce_async")
-    op = _resolve_op(average, op, "allreduce_async")
-    src = tensor.detach().contiguous()
-    out = torch.empty_like(src, memory_format=torch.contiguous_format)
-    opts = _options(src, process_set, prescale_factor, postscale_factor)
-    return _raw.allreduce(src.data_ptr(), out.data_ptr(), src.numel(), _dtype_code(src), op,
-                          name, opts, (src, out), lambda: out)
-
-
-def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-               postscale_factor=1.0, process_set=None):
-    """In-place allreduce; returns `tensor`."""
-    return allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor,
-                            process_set).wait()
-
-
-class _AllreduceFunction(torch.autograd.Function):
-    """Allreduce whose gradient is the allreduce of the output's gradient."""
-
+class _Allreduce(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, name, op, prescale_factor, postscale_factor, process_set):
-        ctx.op, ctx.scale = op, (prescale_factor, postscale_factor)
-        ctx.process_set = process_set
-        return allreduce_async(tensor, None, name, op, prescale_factor, postscale_factor,
-                               process_set).wait()
+        ctx.args = (op, prescale_factor, postscale_factor, process_set)
+        return synchronize(allreduce_async(tensor, None, name, op, prescale_factor,
+                                           postscale_factor, process_set))
 
     @staticmethod
     def backward(ctx, grad_output):
-        grad = allreduce_async(grad_output, None, None, ctx.op, ctx.scale[0], ctx.scale[1],
-                               ctx.process_set).wait()
+        op, pre, post, process_set = ctx.args
+        grad = synchronize(allreduce_async(grad_output, None, None, op, pre, post, process_set))
         return grad, None, None, None, None, None
 
 
@@ -137,252 +80,234 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
     _check_tensor(tensor, "allreduce")
     op = _resolve_op(average, op, "allreduce")
     compressed, ctx = compression.compress(tensor)
-    reduced = _AllreduceFunction.apply(compressed, name, op, prescale_factor, postscale_factor,
-                                       process_set)
+    reduced = _Allreduce.apply(compressed, name, op, prescale_factor, postscale_factor,
+                               process_set)
     return compression.decompress(reduced, ctx)
 
 
-# --- grouped allreduce --------------------------------------------------------------
+class _GroupedAllreduce(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, name, op, prescale_factor, postscale_factor, process_set, *tensors):
+        ctx.args = (op, prescale_factor, postscale_factor, process_set)
+        return tuple(synchronize(grouped_allreduce_async(
+            list(tensors), None, name, op, prescale_factor, postscale_factor, process_set)))
 
-def _group_list(tensors, function):
-    """The members of a group as a list; a lone tensor is a mistake, not a group of rows."""
-    if isinstance(tensors, torch.Tensor) or not hasattr(tensors, "__iter__"):
-        raise TypeError(f"{function}: expected a list of tensors, got {type(tensors).__name__}")
-    return list(tensors)
-
-
-def _group_code(tensors, function):
-    if not tensors:
-        raise ValueError(f"{function}: the group is empty")
-    for t in tensors:
-        _check_tensor(t, function)
-    codes = {_dtype_code(t) for t in tensors}
-    if len(codes) != 1:
-        raise TypeError(f"{function}: all tensors of a group must have one dtype, got "
-                        + ", ".join(sorted({str(t.dtype) for t in tensors})))
-    # One hvd_op_options_t (one device and stream) describes every member.
-    devices = {t.device for t in tensors}
-    if len(devices) != 1:
-        raise ValueError(f"{function}: all tensors of a group must be on one device, got "
-                         + ", ".join(sorted(str(d) for d in devices)))
-    return codes.pop()
-
-
-def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                             postscale_factor=1.0, process_set=None):
-    tensors = list(tensors)
-    code = _group_code(tensors, "grouped_allreduce_async_")
-    op = _resolve_op(average, op, "grouped_allreduce_async_")
-    bufs, finishers = zip(*[_contiguous_inplace(t) for t in tensors])
-    opts = _options(bufs[0], process_set, prescale_factor, postscale_factor)
-    ptrs = [b.data_ptr() for b in bufs]
-    return _raw.grouped_allreduce(ptrs, ptrs, [b.numel() for b in bufs], code, op, name, opts,
-                                  (tensors, bufs), lambda: [f() for f in finishers])
-
-
-def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                            postscale_factor=1.0, process_set=None):
-    tensors = list(tensors)
-    code = _group_code(tensors, "grouped_allreduce_async")
-    op = _resolve_op(average, op, "grouped_allreduce_async")
-    srcs = [t.detach().contiguous() for t in tensors]
-    outs = [torch.empty_like(s, memory_format=torch.contiguous_format) for s in srcs]
-    opts = _options(srcs[0], process_set, prescale_factor, postscale_factor)
-    return _raw.grouped_allreduce([s.data_ptr() for s in srcs], [o.data_ptr() for o in outs],
-                                  [s.numel() for s in srcs], code, op, name, opts, (srcs, outs),
-                                  lambda: outs)
-
-
-def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                       postscale_factor=1.0, process_set=None):
-    return grouped_allreduce_async_(tensors, average, name, op, prescale_factor,
-                                    postscale_factor, process_set).wait()
+    @staticmethod
+    def backward(ctx, *grads):
+        op, pre, post, process_set = ctx.args
+        reduced = synchronize(grouped_allreduce_async(list(grads), None, None, op, pre, post,
+                                                      process_set))
+        return (None, None, None, None, None, *reduced)
 
 
 def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
                       prescale_factor=1.0, postscale_factor=1.0, process_set=None):
-    """Allreduces a list of tensors of one dtype as one unit; returns new tensors."""
+    """Allreduces a list of tensors of one dtype as one unit; returns new tensors
+    (differentiable)."""
+    tensors = _group_list(tensors, "grouped_allreduce")
+    op = _resolve_op(average, op, "grouped_allreduce")
     pairs = [compression.compress(t) for t in tensors]
-    outs = grouped_allreduce_async([p[0] for p in pairs], average, name, op, prescale_factor,
-                                   postscale_factor, process_set).wait()
+    outs = _GroupedAllreduce.apply(name, op, prescale_factor, postscale_factor, process_set,
+                                   *[p[0] for p in pairs])
     return [compression.decompress(o, p[1]) for o, p in zip(outs, pairs)]
-
-
-# --- broadcast ----------------------------------------------------------------------
-
-def broadcast_async_(tensor, root_rank, name=None, process_set=None):
-    _check_tensor(tensor, "broadcast_async_")
-    buf, finish = _contiguous_inplace(tensor)
-    opts = _options(buf, process_set)
-    return _raw.broadcast(buf.data_ptr(), buf.numel(), _dtype_code(buf), root_rank, name, opts,
-                          (tensor, buf), finish)
-
-
-def broadcast_async(tensor, root_rank, name=None, process_set=None):
-    _check_tensor(tensor, "broadcast_async")
-    copy = tensor.detach().clone(memory_format=torch.contiguous_format)
-    return broadcast_async_(copy, root_rank, name, process_set)
-
-
-def broadcast_(tensor, root_rank, name=None, process_set=None):
-    """Overwrites `tensor` with root_rank's; returns it."""
-    return broadcast_async_(tensor, root_rank, name, process_set).wait()
-
-
-def broadcast(tensor, root_rank, name=None, process_set=None):
-    """Returns a new tensor holding root_rank's `tensor`."""
-    return broadcast_async(tensor, root_rank, name, process_set).wait()
 
 
 # --- allgather ----------------------------------------------------------------------
 
-def _set_size(process_set):
-    return lib.hvd_process_set_size(process_set_id(process_set))
+class _GroupedAllgather(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, name, process_set, *tensors):
+        ctx.dims = [t.shape[0] if t.dim() > 0 else 1 for t in tensors]
+        ctx.process_set = process_set
+        return tuple(synchronize(grouped_allgather_async(list(tensors), name, process_set)))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        averaged = synchronize(grouped_allreduce_async(list(grads), None, None, Average, 1.0,
+                                                       1.0, ctx.process_set))
+        return (None, None, *_own_rows(averaged, ctx.dims, ctx.process_set))
 
 
-def allgather_async(tensor, name=None, process_set=None):
-    _check_tensor(tensor, "allgather_async")
-    src = tensor.detach().contiguous()
-    if src.dim() == 0:
-        src = src.reshape(1)
-    opts = _options(src, process_set)
-    row_shape, dtype, device = src.shape[1:], src.dtype, src.device
-    return _raw.allgather(src.data_ptr(), list(src.shape), _dtype_code(src), name, opts,
-                          _output_factory, _set_size(process_set), src,
-                          lambda owner, dim0, _: _rows(owner, dtype, device, dim0, row_shape))
+class _Allgather(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, name, process_set):
+        ctx.shape = tensor.shape  # a scalar travels as one row
+        ctx.process_set = process_set
+        return synchronize(allgather_async(tensor, name, process_set))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        averaged = synchronize(allreduce_async(grad_output, None, None, Average, 1.0, 1.0,
+                                               ctx.process_set))
+        dim = ctx.shape[0] if len(ctx.shape) else 1
+        rows = _own_rows([averaged], [dim], ctx.process_set)[0]
+        return rows.reshape(ctx.shape), None, None
 
 
 def allgather(tensor, name=None, process_set=None):
-    """Concatenates every rank's tensor along the first dimension, in rank order."""
-    return allgather_async(tensor, name, process_set).wait()
-
-
-def grouped_allgather_async(tensors, name=None, process_set=None):
-    """synchronize(handle) returns the list of gathered tensors."""
-    tensors = _group_list(tensors, "grouped_allgather_async")
-    code = _group_code(tensors, "grouped_allgather_async")
-    srcs = [t.detach().contiguous() for t in tensors]
-    srcs = [s.reshape(1) if s.dim() == 0 else s for s in srcs]
-    opts = _options(srcs[0], process_set)
-    layouts = [(s.dtype, s.device, s.shape[1:]) for s in srcs]
-
-    def result(owners, dim0s, _):
-        return [_rows(owner, dtype, device, dim0, row_shape)
-                for owner, dim0, (dtype, device, row_shape) in zip(owners, dim0s, layouts)]
-    return _raw.grouped_allgather([s.data_ptr() for s in srcs], [list(s.shape) for s in srcs],
-                                  code, name, opts, _output_factory, _set_size(process_set),
-                                  srcs, result)
+    """Concatenates every rank's tensor along the first dimension, in rank order
+    (differentiable)."""
+    _check_tensor(tensor, "allgather")
+    return _Allgather.apply(tensor, name, process_set)
 
 
 def grouped_allgather(tensors, name=None, process_set=None):
     """Allgathers a list of tensors of one dtype as one unit; returns the list of
-    concatenations (first dimensions may differ per rank and per tensor)."""
-    return grouped_allgather_async(tensors, name, process_set).wait()
+    concatenations (first dimensions may differ per rank and per tensor;
+    differentiable)."""
+    tensors = _group_list(tensors, "grouped_allgather")
+    return list(_GroupedAllgather.apply(name, process_set, *tensors))
+
+
+# --- broadcast ----------------------------------------------------------------------
+
+class _Broadcast(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, root_rank, name, process_set):
+        ctx.root_rank, ctx.process_set = root_rank, process_set
+        return synchronize(broadcast_async(tensor, root_rank, name, process_set))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad = synchronize(allreduce_async(grad_output, None, None, Average, 1.0, 1.0,
+                                           ctx.process_set))
+        if lib.hvd_rank() != ctx.root_rank:
+            grad = torch.zeros_like(grad)
+        return grad, None, None, None
+
+
+def broadcast(tensor, root_rank, name=None, process_set=None):
+    """Returns a new tensor holding root_rank's `tensor` (root_rank: a global rank;
+    differentiable)."""
+    _check_tensor(tensor, "broadcast")
+    return _Broadcast.apply(tensor, root_rank, name, process_set)
 
 
 # --- alltoall -----------------------------------------------------------------------
 
-def alltoall_async(tensor, splits=None, name=None, process_set=None):
-    """synchronize(handle) returns (output, received_splits)."""
-    _check_tensor(tensor, "alltoall_async")
-    src = tensor.detach().contiguous()
-    if src.dim() == 0:
-        raise ValueError("alltoall: the tensor needs at least one dimension")
-    split_list = None
-    if splits is not None:
-        split_list = [int(s) for s in torch.as_tensor(splits).reshape(-1).tolist()]
-    opts = _options(src, process_set)
-    row_shape, dtype, device = src.shape[1:], src.dtype, src.device
-    return _raw.alltoall(src.data_ptr(), list(src.shape), _dtype_code(src), split_list, name,
-                         opts, _output_factory, _set_size(process_set), src,
-                         lambda owner, dim0, rs: (_rows(owner, dtype, device, dim0, row_shape),
-                                                  torch.tensor(rs, dtype=torch.int32)))
+class _Alltoall(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, splits, name, process_set):
+        output, received = synchronize(alltoall_async(tensor, splits, name, process_set))
+        ctx.received, ctx.process_set = received, process_set
+        if splits is None:
+            return output
+        ctx.mark_non_differentiable(received)
+        return output, received
+
+    @staticmethod
+    def backward(ctx, grad_output, *_):
+        grad, _ = synchronize(alltoall_async(grad_output, ctx.received, None, ctx.process_set))
+        return grad, None, None, None
 
 
 def alltoall(tensor, splits=None, name=None, process_set=None):
     """Sends splits[r] rows (an even split when None) to rank r. Returns the received
-    rows, and also the received splits when `splits` was given (as Horovod does)."""
-    output, received = alltoall_async(tensor, splits, name, process_set).wait()
-    return output if splits is None else (output, received)
+    rows, and also the received splits when `splits` was given (as Horovod does);
+    differentiable."""
+    _check_tensor(tensor, "alltoall")
+    return _Alltoall.apply(tensor, splits, name, process_set)
 
 
 # --- reducescatter ------------------------------------------------------------------
 
-def _scatter_input(tensor, function):
-    _check_tensor(tensor, function)
-    src = tensor.detach().contiguous()
-    if src.dim() == 0:
-        raise ValueError(f"{function}: the tensor needs at least one dimension")
-    return src
+class _Reducescatter(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, name, op, process_set, prescale_factor, postscale_factor):
+        ctx.op, ctx.process_set = op, process_set
+        ctx.prescale_factor, ctx.postscale_factor = prescale_factor, postscale_factor
+        return synchronize(reducescatter_async(tensor, name, op, process_set, prescale_factor,
+                                               postscale_factor))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad = _scaled_for_scatter(ctx, [grad_output])[0]
+        return synchronize(allgather_async(grad, None, ctx.process_set)), \
+            None, None, None, None, None
 
 
-def _scatter_output(src, process_set):
-    """This rank's block of a reducescatter of src (empty outside the process set)."""
-    set_id = process_set_id(process_set)
-    set_rank, set_size = lib.hvd_process_set_rank(set_id), lib.hvd_process_set_size(set_id)
-    rows = lib.hvd_reducescatter_rows(src.shape[0], set_rank, set_size) if set_rank >= 0 else 0
-    return torch.empty((max(rows, 0),) + tuple(src.shape[1:]), dtype=src.dtype,
-                       device=src.device)
+class _GroupedReducescatter(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, name, op, process_set, prescale_factor, postscale_factor, *tensors):
+        ctx.op, ctx.process_set = op, process_set
+        ctx.prescale_factor, ctx.postscale_factor = prescale_factor, postscale_factor
+        return tuple(synchronize(grouped_reducescatter_async(
+            list(tensors), name, op, process_set, prescale_factor, postscale_factor)))
 
-
-def reducescatter_async(tensor, name=None, op=Average, process_set=None, prescale_factor=1.0,
-                        postscale_factor=1.0):
-    src = _scatter_input(tensor, "reducescatter_async")
-    out = _scatter_output(src, process_set)
-    opts = _options(src, process_set, prescale_factor, postscale_factor)
-    return _raw.reducescatter(src.data_ptr(), out.data_ptr(), list(src.shape), _dtype_code(src),
-                              int(op), name, opts, (src, out), lambda: out)
+    @staticmethod
+    def backward(ctx, *grads):
+        scaled = _scaled_for_scatter(ctx, grads)
+        gathered = synchronize(grouped_allgather_async(scaled, None, ctx.process_set))
+        return (None, None, None, None, None, *gathered)
 
 
 def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
                   process_set=None, prescale_factor=1.0, postscale_factor=1.0):
-    """Reduces across ranks (Sum or Average) and returns this rank's block of rows."""
+    """Reduces across ranks (Sum or Average) and returns this rank's block of rows
+    (differentiable)."""
+    _check_tensor(tensor, "reducescatter")
+    op = _resolve_op(None, op, "reducescatter")
     compressed, ctx = compression.compress(tensor)
-    out = reducescatter_async(compressed, name, op, process_set, prescale_factor,
-                              postscale_factor).wait()
+    out = _Reducescatter.apply(compressed, name, op, process_set, prescale_factor,
+                               postscale_factor)
     return compression.decompress(out, ctx)
-
-
-def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=None,
-                                prescale_factor=1.0, postscale_factor=1.0):
-    """synchronize(handle) returns the list of this rank's blocks."""
-    tensors = _group_list(tensors, "grouped_reducescatter_async")
-    code = _group_code(tensors, "grouped_reducescatter_async")
-    srcs = [_scatter_input(t, "grouped_reducescatter_async") for t in tensors]
-    outs = [_scatter_output(s, process_set) for s in srcs]
-    opts = _options(srcs[0], process_set, prescale_factor, postscale_factor)
-    return _raw.grouped_reducescatter([s.data_ptr() for s in srcs], [o.data_ptr() for o in outs],
-                                      [list(s.shape) for s in srcs], code, int(op), name, opts,
-                                      (srcs, outs), lambda: outs)
 
 
 def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,
                           process_set=None, prescale_factor=1.0, postscale_factor=1.0):
     """Reducescatters a list of tensors of one dtype as one unit (Sum or Average);
-    returns this rank's block of rows of each."""
+    returns this rank's block of rows of each (differentiable)."""
     tensors = _group_list(tensors, "grouped_reducescatter")
+    op = _resolve_op(None, op, "grouped_reducescatter")
     pairs = [compression.compress(t) for t in tensors]
-    outs = grouped_reducescatter_async([p[0] for p in pairs], name, op, process_set,
-                                       prescale_factor, postscale_factor).wait()
+    outs = _GroupedReducescatter.apply(name, op, process_set, prescale_factor,
+                                       postscale_factor, *[p[0] for p in pairs])
     return [compression.decompress(o, p[1]) for o, p in zip(outs, pairs)]
 
 
-# --- handles and synchronization ----------------------------------------------------
+# --- sparse tensors -----------------------------------------------------------------
 
-def poll(handle):
-    """True when the operation behind `handle` has completed."""
-    return handle.poll()
+class SparseHandle:
+    """The handle of sparse_allreduce_async: call it (as Horovod's) or pass it to
+    synchronize() to get the reduced sparse tensor."""
+
+    def __init__(self, tensor, indices_handle, values_handle, average, set_size):
+        self._tensor = tensor
+        self._handles = (indices_handle, values_handle)
+        self._average, self._set_size = average, set_size
+        self._result = None
+
+    def poll(self):
+        return all(h.poll() for h in self._handles)
+
+    def wait(self):
+        if self._result is None:
+            indices, values = (h.wait() for h in self._handles)
+            if self._average:
+                values = values / self._set_size
+            t = self._tensor
+            self._result = torch.sparse_coo_tensor(indices.t(), values, t.size(),
+                                                   dtype=t.dtype, device=t.device)
+        return self._result
+
+    __call__ = wait
 
 
-def synchronize(handle):
-    """Waits for `handle` and returns the operation's output."""
-    return handle.wait()
+def sparse_allreduce_async(tensor, name=None, op=Average, process_set=None):
+    """Starts reducing a sparse COO tensor by allgathering its indices and values (as
+    Horovod does: the result holds every rank's entries, duplicates summed when it is
+    coalesced). op: Average or Sum."""
+    if not isinstance(tensor, torch.Tensor) or not tensor.is_sparse:
+        what = "a dense tensor" if isinstance(tensor, torch.Tensor) else type(tensor).__name__
+        raise TypeError(f"sparse_allreduce_async: expected a sparse COO torch.Tensor, got {what}")
+    op = _resolve_op(None, op, "sparse_allreduce_async")
+    if op not in (Average, Sum):
+        raise ValueError("sparse_allreduce_async: op must be hvd.Average or hvd.Sum")
+    indices = tensor._indices().t().contiguous()
+    indices_handle = allgather_async(indices, None if name is None else f"{name}.indices",
+                                     process_set)
+    values_handle = allgather_async(tensor._values(),
+                                    None if name is None else f"{name}.values", process_set)
+    return SparseHandle(tensor, indices_handle, values_handle, op == Average,
+                        _set_size(process_set))
 
-
-def join(device=-1):
-    """This rank is out of data: it contributes zeros to the others' allreduces until
-    every rank has joined. Returns the last rank to join."""
-    from .. import basics
-    if isinstance(device, torch.device):
-        device = -1 if device.type == "cpu" else (device.index or 0)
-    return basics.join(device)

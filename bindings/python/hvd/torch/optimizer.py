@@ -6,6 +6,7 @@ in-place allreduce of that gradient at once, so communication overlaps the rest 
 backward pass. step() (or synchronize()) waits for all of them and then applies the
 wrapped optimizer's update.
 """
+import os
 import warnings
 from contextlib import contextmanager
 
@@ -13,7 +14,9 @@ import torch
 
 from ..basics import Adasum, Average
 from .compression import Compression
-from .mpi_ops import allreduce_async_, grouped_allreduce_async_, synchronize
+from ..basics import process_set_included, size
+from .mpi_ops import (allreduce_async_, grouped_allreduce_async_, sparse_allreduce_async,
+                      synchronize)
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
@@ -42,7 +45,12 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                                  for p in self._parameter_names}
         self._synchronized = False
         self._should_synchronize = True
-        self._register_hooks()
+        # As Horovod: a rank outside the process set trains locally, and a job of one
+        # rank has nothing to reduce; neither registers hooks.
+        self._hooked = process_set_included(process_set) and (
+            size() > 1 or os.environ.get("HOROVOD_ELASTIC") == "1")
+        if self._hooked:
+            self._register_hooks()
 
     # --- set-up -------------------------------------------------------------------
 
@@ -130,23 +138,37 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             return 1.0 / self.gradient_predivide_factor, self.gradient_predivide_factor
         return 1.0, 1.0
 
-    def _prepare_grad(self, p):
+    def _dense_grad(self, p):
+        """The dense tensor to reduce in place for p's gradient, and the callable that
+        puts the reduced values back into p.grad. A sparse gradient (sparse_as_dense,
+        or a member of a group) is reduced densely and stored back as sparse, as the
+        optimizers that take sparse gradients (SparseAdam) expect."""
         if p.grad is None:
+            # Another rank may have a gradient for it (a branch this rank skipped).
             p.grad = torch.zeros_like(p, memory_format=torch.contiguous_format)
-        if p.grad.is_sparse:
-            if not self.sparse_as_dense:
-                raise ValueError("sparse gradients are not supported; pass "
-                                 "sparse_as_dense=True to reduce them as dense tensors")
-            p.grad = p.grad.to_dense()
-        return self._compression.compress(p.grad)
+        sparse = p.grad.is_sparse
+        compressed, ctx = self._compression.compress(p.grad.to_dense() if sparse else p.grad)
+
+        def write_back(_):
+            if sparse:
+                reduced = self._compression.decompress(compressed, ctx).to_sparse()
+                p.grad.zero_().add_(reduced)
+            elif compressed is not p.grad:
+                p.grad.copy_(self._compression.decompress(compressed, ctx))
+        return compressed, write_back
 
     def _allreduce_grad_async(self, p):
-        compressed, ctx = self._prepare_grad(p)
+        name = f"allreduce.{self._parameter_names[p]}"
+        if p.grad is not None and p.grad.is_sparse and not self.sparse_as_dense:
+            # Horovod's way: allgather the indices and values of every rank.
+            handle = sparse_allreduce_async(p.grad, name=name, op=self.op,
+                                            process_set=self.process_set)
+            return handle, lambda reduced: p.grad.zero_().add_(reduced)
+        compressed, write_back = self._dense_grad(p)
         prescale, postscale = self._scale()
-        handle = allreduce_async_(compressed, name=f"allreduce.{self._parameter_names[p]}",
-                                  op=self.op, prescale_factor=prescale,
+        handle = allreduce_async_(compressed, name=name, op=self.op, prescale_factor=prescale,
                                   postscale_factor=postscale, process_set=self.process_set)
-        return handle, (compressed, ctx)
+        return handle, write_back
 
     def _maybe_launch_group(self, g, force=False):
         members = self._groups[g]
@@ -155,7 +177,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if not force and any(self._allreduce_delay[p] != 0 for p in members):
             return
         self._group_launched.add(g)
-        prepared = {p: self._prepare_grad(p) for p in members}
+        prepared = {p: self._dense_grad(p) for p in members}
         prescale, postscale = self._scale()
         by_dtype = {}
         for p in members:
@@ -166,11 +188,14 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 op=self.op, prescale_factor=prescale, postscale_factor=postscale,
                 process_set=self.process_set)
             for p in params:
-                self._handles[p] = (handle, prepared[p])
+                self._handles[p] = (handle, prepared[p][1])
 
     def synchronize(self):
         """Waits for every gradient's allreduce (starting those whose hooks did not run,
         e.g. parameters unused in this pass) and writes the averages into p.grad."""
+        if not self._hooked:
+            self._synchronized = True
+            return
         for p in self._requires_update:
             if p in self._group_of:
                 continue
@@ -178,11 +203,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 self._handles[p] = self._allreduce_grad_async(p)
         for g in range(len(self._groups)):
             self._maybe_launch_group(g, force=True)
-        for p, (handle, (compressed, ctx)) in self._handles.items():
-            synchronize(handle)
+        for p, (handle, write_back) in self._handles.items():
+            write_back(synchronize(handle))
             self._allreduce_delay[p] = self.backward_passes_per_step
-            if compressed is not p.grad:
-                p.grad.copy_(self._compression.decompress(compressed, ctx))
         self._handles.clear()
         self._group_launched.clear()
         self._synchronized = True
@@ -200,9 +223,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def step(self, closure=None):
         if self._should_synchronize:
             if self._synchronized:
-                warnings.warn("optimizer.step() called after optimizer.synchronize() outside "
-                              "optimizer.skip_synchronize(); the gradients were already "
-                              "averaged and are not reduced again")
+                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
+                              "after optimizer.synchronize(): the gradients were already "
+                              "reduced and are not reduced again; call step() inside "
+                              "`with optimizer.skip_synchronize():` after synchronize()")
             else:
                 self.synchronize()
         self._synchronized = False

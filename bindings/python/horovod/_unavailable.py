@@ -1,0 +1,33 @@
+"""Clear ImportErrors for the parts of Horovod that libhvd's stand-in does not provide.
+
+A finder on sys.meta_path answers imports of those modules (horovod.tensorflow, ...)
+with why they are missing and what to do, instead of a bare "No module named".
+"""
+import importlib.abc
+import sys
+
+_MISSING = {
+    "horovod.tensorflow": "libhvd binds PyTorch only",
+    "horovod.keras": "libhvd binds PyTorch only",
+    "horovod.mxnet": "libhvd binds PyTorch only",
+    "horovod.spark": "libhvd launches jobs with hvdrun over MPI, not on Spark clusters",
+    "horovod.ray": "libhvd launches jobs with hvdrun over MPI, not on Ray clusters",
+    "horovod.torch.elastic": "libhvd has no elastic mode: a job keeps its ranks throughout",
+}
+
+
+class _UnavailableFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        top = next((m for m in _MISSING if fullname == m or fullname.startswith(m + ".")),
+                   None)
+        if top is None:
+            return None
+        raise ImportError(
+            f"{fullname} is not available in libhvd's horovod stand-in ({_MISSING[top]}); "
+            "it provides horovod.torch, horovod.common and horovod.run. Install Horovod "
+            "itself for the rest: it takes precedence over the stand-in.", name=fullname)
+
+
+def install():
+    if not any(isinstance(f, _UnavailableFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _UnavailableFinder())

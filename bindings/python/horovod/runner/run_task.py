@@ -1,0 +1,51 @@
+"""One rank of horovod.run: python -m horovod.runner.run_task DIR.
+
+Loads (func, args, kwargs) from DIR/task.pkl, runs it, and writes (True, result) or
+(False, traceback text) to DIR/result.<rank>.pkl.
+"""
+import importlib.util
+import os
+import pickle
+import sys
+import traceback
+
+
+def _load_main(path):
+    """Makes `path` the __main__ module, run under another name so that its
+    `if __name__ == "__main__":` block does not start a job inside the job."""
+    spec = importlib.util.spec_from_file_location("__mp_main__", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["__mp_main__"] = module
+    spec.loader.exec_module(module)
+    sys.modules["__main__"] = module
+
+
+def _rank():
+    for name in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "HOROVOD_RANK"):
+        if name in os.environ:
+            return int(os.environ[name])
+    return 0
+
+
+def main(work):
+    try:
+        import cloudpickle as loader
+    except ImportError:
+        loader = pickle
+    rank = _rank()
+    try:
+        with open(os.path.join(work, "task.pkl"), "rb") as f:
+            main_path, payload = pickle.load(f)
+        if main_path:
+            _load_main(main_path)
+        func, args, kwargs = loader.loads(payload)
+        outcome = (True, func(*args, **kwargs))
+    except BaseException:  # noqa: BLE001 - reported to the caller of horovod.run
+        outcome = (False, traceback.format_exc())
+    with open(os.path.join(work, f"result.{rank}.pkl"), "wb") as f:
+        pickle.dump(outcome, f)
+    return 0 if outcome[0] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

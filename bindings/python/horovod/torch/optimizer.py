@@ -1,0 +1,2 @@
+"""horovod.torch.optimizer on libhvd."""
+from hvd.torch.optimizer import DistributedOptimizer  # noqa: F401

@@ -1,0 +1,318 @@
+"""The asynchronous collectives over torch tensors (and the in-place blocking ones),
+with Horovod's torch signatures. mpi_ops.py builds the differentiable blocking calls on
+these.
+
+CPU tensors are reduced in their own memory. CUDA tensors pass their device ordinal and
+the current CUDA stream of that device, so libhvd orders its work after whatever
+produced the tensor. Non-contiguous tensors are copied to a contiguous buffer first
+(and copied back for in-place calls).
+"""
+import torch
+
+from .. import _capi, _raw
+from .._capi import lib
+from ..basics import Average, Sum, process_set_id, reduce_op
+from .compression import Compression
+
+_DTYPES = {
+    torch.uint8: 0, torch.int8: 1, torch.int16: 3, torch.int32: 4, torch.int64: 5,
+    torch.float16: 6, torch.bfloat16: 7, torch.float32: 8, torch.float64: 9, torch.bool: 10,
+}
+
+
+def _dtype_code(tensor):
+    try:
+        return _DTYPES[tensor.dtype]
+    except KeyError:
+        raise TypeError(f"libhvd has no element type for {tensor.dtype}; supported: "
+                        + ", ".join(str(d) for d in _DTYPES)) from None
+
+
+def _check_tensor(tensor, function):
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"{function}: expected a torch.Tensor, got {type(tensor).__name__}")
+    if tensor.is_sparse:
+        raise TypeError(f"{function}: sparse tensors are reduced with sparse_allreduce_async(); "
+                        "or pass tensor.to_dense()")
+    if tensor.device.type not in ("cpu", "cuda"):
+        raise TypeError(f"{function}: tensors on {tensor.device.type} are not supported")
+
+
+def _options(tensor, process_set, prescale=1.0, postscale=1.0):
+    device, stream = _capi.HVD_DEVICE_CPU, None
+    if tensor.is_cuda:
+        device = tensor.device.index if tensor.device.index is not None \
+            else torch.cuda.current_device()
+        stream = torch.cuda.current_stream(device).cuda_stream or None
+    return _capi.new_options(prescale, postscale, device, process_set_id(process_set), stream)
+
+
+def _resolve_op(average, op, function):
+    if average is not None:
+        if op is not None:
+            raise ValueError(f"{function}: op and average cannot both be given")
+        return Average if average else Sum
+    return Average if op is None else reduce_op(op, function)
+
+
+def _output_factory(nbytes, device):
+    where = "cpu" if device < 0 else f"cuda:{device}"
+    buf = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=where)
+    return buf, buf.data_ptr()
+
+
+def _rows(owner, dtype, device, dim0, row_shape):
+    shape = (dim0,) + tuple(row_shape)
+    count = 1
+    for d in shape:
+        count *= d
+    if owner is None or count == 0:
+        return torch.empty(shape, dtype=dtype, device=device)
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    return owner[:count * itemsize].view(dtype).reshape(shape)
+
+
+def _contiguous_inplace(tensor):
+    """A contiguous buffer for an in-place op and the callable that completes it."""
+    if tensor.is_contiguous():
+        return tensor, lambda: tensor
+    buf = tensor.contiguous()
+
+    def copy_back():
+        tensor.copy_(buf)
+        return tensor
+    return buf, copy_back
+
+
+# --- allreduce ----------------------------------------------------------------------
+
+def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                     postscale_factor=1.0, process_set=None):
+    """Starts an in-place allreduce of `tensor`; synchronize(handle) returns it."""
+    _check_tensor(tensor, "allreduce_async_")
+    op = _resolve_op(average, op, "allreduce_async_")
+    buf, finish = _contiguous_inplace(tensor)
+    opts = _options(buf, process_set, prescale_factor, postscale_factor)
+    ptr = buf.data_ptr()
+    return _raw.allreduce(ptr, ptr, buf.numel(), _dtype_code(buf), op, name, opts,
+                          (tensor, buf), finish, shape=buf.shape)
+
+
+def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                    postscale_factor=1.0, process_set=None):
+    """Starts an allreduce into a new tensor; synchronize(handle) returns it."""
+    _check_tensor(tensor, "allreduce_async")
+    op = _resolve_op(average, op, "allreduce_async")
+    src = tensor.detach().contiguous()
+    out = torch.empty_like(src, memory_format=torch.contiguous_format)
+    opts = _options(src, process_set, prescale_factor, postscale_factor)
+    return _raw.allreduce(src.data_ptr(), out.data_ptr(), src.numel(), _dtype_code(src), op,
+                          name, opts, (src, out), lambda: out, shape=src.shape)
+
+
+def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+               postscale_factor=1.0, process_set=None):
+    """In-place allreduce; returns `tensor`."""
+    return allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor,
+                            process_set).wait()
+
+
+# --- grouped allreduce --------------------------------------------------------------
+
+def _group_list(tensors, function):
+    """The members of a group as a list; a lone tensor is a mistake, not a group of rows."""
+    if isinstance(tensors, torch.Tensor) or not hasattr(tensors, "__iter__"):
+        raise TypeError(f"{function}: expected a list of tensors, got {type(tensors).__name__}")
+    return list(tensors)
+
+
+def _group_code(tensors, function):
+    if not tensors:
+        raise ValueError(f"{function}: the group is empty")
+    for t in tensors:
+        _check_tensor(t, function)
+    codes = {_dtype_code(t) for t in tensors}
+    if len(codes) != 1:
+        raise TypeError(f"{function}: all tensors of a group must have one dtype, got "
+                        + ", ".join(sorted({str(t.dtype) for t in tensors})))
+    # One hvd_op_options_t (one device and stream) describes every member.
+    devices = {t.device for t in tensors}
+    if len(devices) != 1:
+        raise ValueError(f"{function}: all tensors of a group must be on one device, got "
+                         + ", ".join(sorted(str(d) for d in devices)))
+    return codes.pop()
+
+
+def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                             postscale_factor=1.0, process_set=None):
+    tensors = list(tensors)
+    code = _group_code(tensors, "grouped_allreduce_async_")
+    op = _resolve_op(average, op, "grouped_allreduce_async_")
+    bufs, finishers = zip(*[_contiguous_inplace(t) for t in tensors])
+    opts = _options(bufs[0], process_set, prescale_factor, postscale_factor)
+    ptrs = [b.data_ptr() for b in bufs]
+    return _raw.grouped_allreduce(ptrs, ptrs, [b.numel() for b in bufs], code, op, name, opts,
+                                  (tensors, bufs), lambda: [f() for f in finishers],
+                                  shapes=[b.shape for b in bufs])
+
+
+def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                            postscale_factor=1.0, process_set=None):
+    tensors = list(tensors)
+    code = _group_code(tensors, "grouped_allreduce_async")
+    op = _resolve_op(average, op, "grouped_allreduce_async")
+    srcs = [t.detach().contiguous() for t in tensors]
+    outs = [torch.empty_like(s, memory_format=torch.contiguous_format) for s in srcs]
+    opts = _options(srcs[0], process_set, prescale_factor, postscale_factor)
+    return _raw.grouped_allreduce([s.data_ptr() for s in srcs], [o.data_ptr() for o in outs],
+                                  [s.numel() for s in srcs], code, op, name, opts, (srcs, outs),
+                                  lambda: outs, shapes=[s.shape for s in srcs])
+
+
+def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                       postscale_factor=1.0, process_set=None):
+    return grouped_allreduce_async_(tensors, average, name, op, prescale_factor,
+                                    postscale_factor, process_set).wait()
+
+
+# --- broadcast ----------------------------------------------------------------------
+
+def broadcast_async_(tensor, root_rank, name=None, process_set=None):
+    _check_tensor(tensor, "broadcast_async_")
+    buf, finish = _contiguous_inplace(tensor)
+    opts = _options(buf, process_set)
+    return _raw.broadcast(buf.data_ptr(), buf.numel(), _dtype_code(buf), root_rank, name, opts,
+                          (tensor, buf), finish, shape=buf.shape)
+
+
+def broadcast_async(tensor, root_rank, name=None, process_set=None):
+    _check_tensor(tensor, "broadcast_async")
+    copy = tensor.detach().clone(memory_format=torch.contiguous_format)
+    return broadcast_async_(copy, root_rank, name, process_set)
+
+
+def broadcast_(tensor, root_rank, name=None, process_set=None):
+    """Overwrites `tensor` with root_rank's; returns it."""
+    return broadcast_async_(tensor, root_rank, name, process_set).wait()
+
+
+# --- allgather ----------------------------------------------------------------------
+
+def _set_size(process_set):
+    return lib.hvd_process_set_size(process_set_id(process_set))
+
+
+def allgather_async(tensor, name=None, process_set=None):
+    _check_tensor(tensor, "allgather_async")
+    src = tensor.detach().contiguous()
+    if src.dim() == 0:
+        src = src.reshape(1)
+    opts = _options(src, process_set)
+    row_shape, dtype, device = src.shape[1:], src.dtype, src.device
+    return _raw.allgather(src.data_ptr(), list(src.shape), _dtype_code(src), name, opts,
+                          _output_factory, _set_size(process_set), src,
+                          lambda owner, dim0, _: _rows(owner, dtype, device, dim0, row_shape))
+
+
+def grouped_allgather_async(tensors, name=None, process_set=None):
+    """synchronize(handle) returns the list of gathered tensors."""
+    tensors = _group_list(tensors, "grouped_allgather_async")
+    code = _group_code(tensors, "grouped_allgather_async")
+    srcs = [t.detach().contiguous() for t in tensors]
+    srcs = [s.reshape(1) if s.dim() == 0 else s for s in srcs]
+    opts = _options(srcs[0], process_set)
+    layouts = [(s.dtype, s.device, s.shape[1:]) for s in srcs]
+
+    def result(owners, dim0s, _):
+        return [_rows(owner, dtype, device, dim0, row_shape)
+                for owner, dim0, (dtype, device, row_shape) in zip(owners, dim0s, layouts)]
+    return _raw.grouped_allgather([s.data_ptr() for s in srcs], [list(s.shape) for s in srcs],
+                                  code, name, opts, _output_factory, _set_size(process_set),
+                                  srcs, result)
+
+
+# --- alltoall -----------------------------------------------------------------------
+
+def alltoall_async(tensor, splits=None, name=None, process_set=None):
+    """synchronize(handle) returns (output, received_splits)."""
+    _check_tensor(tensor, "alltoall_async")
+    src = tensor.detach().contiguous()
+    if src.dim() == 0:
+        raise ValueError("alltoall: the tensor needs at least one dimension")
+    split_list = None
+    if splits is not None:
+        splits = torch.as_tensor(splits)
+        if splits.is_floating_point() or splits.is_complex() or splits.dtype == torch.bool:
+            raise ValueError(f"alltoall: splits must hold integers (torch.int32), not "
+                             f"{splits.dtype}")
+        split_list = [int(s) for s in splits.reshape(-1).tolist()]
+    opts = _options(src, process_set)
+    row_shape, dtype, device = src.shape[1:], src.dtype, src.device
+    return _raw.alltoall(src.data_ptr(), list(src.shape), _dtype_code(src), split_list, name,
+                         opts, _output_factory, _set_size(process_set), src,
+                         lambda owner, dim0, rs: (_rows(owner, dtype, device, dim0, row_shape),
+                                                  torch.tensor(rs, dtype=torch.int32)))
+
+
+# --- reducescatter ------------------------------------------------------------------
+
+def _scatter_input(tensor, function):
+    _check_tensor(tensor, function)
+    src = tensor.detach().contiguous()
+    if src.dim() == 0:
+        raise ValueError(f"{function}: the tensor needs at least one dimension")
+    return src
+
+
+def _scatter_output(src, process_set):
+    """This rank's block of a reducescatter of src (empty outside the process set)."""
+    set_id = process_set_id(process_set)
+    set_rank, set_size = lib.hvd_process_set_rank(set_id), lib.hvd_process_set_size(set_id)
+    rows = lib.hvd_reducescatter_rows(src.shape[0], set_rank, set_size) if set_rank >= 0 else 0
+    return torch.empty((max(rows, 0),) + tuple(src.shape[1:]), dtype=src.dtype,
+                       device=src.device)
+
+
+def reducescatter_async(tensor, name=None, op=Average, process_set=None, prescale_factor=1.0,
+                        postscale_factor=1.0):
+    src = _scatter_input(tensor, "reducescatter_async")
+    out = _scatter_output(src, process_set)
+    opts = _options(src, process_set, prescale_factor, postscale_factor)
+    return _raw.reducescatter(src.data_ptr(), out.data_ptr(), list(src.shape), _dtype_code(src),
+                              _resolve_op(None, op, "reducescatter"), name, opts, (src, out),
+                              lambda: out)
+
+
+def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=None,
+                                prescale_factor=1.0, postscale_factor=1.0):
+    """synchronize(handle) returns the list of this rank's blocks."""
+    tensors = _group_list(tensors, "grouped_reducescatter_async")
+    code = _group_code(tensors, "grouped_reducescatter_async")
+    srcs = [_scatter_input(t, "grouped_reducescatter_async") for t in tensors]
+    outs = [_scatter_output(s, process_set) for s in srcs]
+    opts = _options(srcs[0], process_set, prescale_factor, postscale_factor)
+    return _raw.grouped_reducescatter([s.data_ptr() for s in srcs], [o.data_ptr() for o in outs],
+                                      [list(s.shape) for s in srcs], code,
+                                      _resolve_op(None, op, "grouped_reducescatter"), name, opts,
+                                      (srcs, outs), lambda: outs)
+
+
+# --- handles and synchronization ----------------------------------------------------
+
+def poll(handle):
+    """True when the operation behind `handle` has completed."""
+    return handle.poll()
+
+
+def synchronize(handle):
+    """Waits for `handle` and returns the operation's output."""
+    return handle.wait()
+
+
+def join(device=-1):
+    """This rank is out of data: it contributes zeros to the others' allreduces until
+    every rank has joined. Returns the last rank to join."""
+    from .. import basics
+    if isinstance(device, torch.device):
+        device = -1 if device.type == "cpu" else (device.index or 0)
+    return basics.join(device)

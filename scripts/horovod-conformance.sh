@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs Horovod's own PyTorch tests (test/parallel/test_torch.py and test_timeline.py
+# of a Horovod source tree you point at) against libhvd's horovod stand-in, on NP
+# ranks, and prints a pass/fail/skip table. A test that hangs is reported as such
+# after HVD_CONFORMANCE_TEST_TIMEOUT seconds (default 60) and the run goes on.
+#
+#   scripts/horovod-conformance.sh PATH_TO_HOROVOD_CHECKOUT [NP] [--details] [-k EXPR]
+#
+# The project holds none of Horovod's files. A checkout of Horovod's tests:
+#   git clone --depth 1 https://github.com/horovod/horovod /tmp/horovod
+# Environment: HVD_BUILD (build directory, default build), MPIEXEC (mpiexec), PYTHON
+# (the project's .venv/bin/python). Exit status 0 when nothing failed or hung.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+if [ $# -lt 1 ]; then
+  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+fi
+checkout=$1
+shift
+build=${HVD_BUILD:-$root/build}
+lib="$build/lib/libhvd.so.0"
+[ -f "$lib" ] || { echo "no $lib: build libhvd first (meson setup build && ninja -C build)" >&2; exit 2; }
+python=${PYTHON:-$root/.venv/bin/python}
+export HVD_LIBRARY=$lib
+export PYTHONPATH="$root/bindings/python${PYTHONPATH:+:$PYTHONPATH}"
+exec "$python" "$root/scripts/horovod_conformance/driver.py" "$checkout" "$@" \
+  --mpiexec "${MPIEXEC:-mpiexec}" --python "$python" \
+  --test-timeout "${HVD_CONFORMANCE_TEST_TIMEOUT:-60}"

@@ -1,0 +1,139 @@
+"""Behaviour that code written for Horovod relies on, through hvd.torch: the exception
+classes its handlers catch, nccl_built()'s version code, sparse allreduce, alltoall
+argument checks, SyncBatchNorm over the global batch, process sets added twice."""
+import pytest
+
+torch = pytest.importorskip("torch")
+import hvd  # noqa: E402
+import hvd.torch as hvd_torch  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("world")
+
+
+def go(tag):
+    """Every rank meets here (rank 0 sends the go-ahead)."""
+    hvd_torch.broadcast(torch.ones(1), 0, name=f"go.{tag}")
+
+
+@pytest.mark.parametrize("kind", ["allreduce", "allgather", "broadcast", "reducescatter"])
+def test_duplicate_name_is_a_value_error(kind):
+    """Horovod raises ValueError on the rank that enqueues a name already in flight."""
+    def start(t):
+        if kind == "broadcast":
+            return hvd_torch.broadcast_async(t, root_rank=0, name=f"dup.{kind}")
+        return getattr(hvd_torch, f"{kind}_async")(t, name=f"dup.{kind}")
+    tensor = torch.ones(2 * hvd.size(), 3)
+    if hvd.rank() == 0:
+        first = start(tensor)
+        with pytest.raises(ValueError) as info:
+            start(tensor)
+        assert isinstance(info.value, hvd.DuplicateNameError)
+        assert isinstance(info.value, RuntimeError)  # still an HvdError
+        go(f"dup.{kind}")
+    else:
+        go(f"dup.{kind}")
+        first = start(tensor)
+    hvd_torch.synchronize(first)
+
+
+def test_mismatch_from_synchronize_is_a_runtime_error():
+    h = hvd_torch.allreduce_async(torch.ones(hvd.rank() + 1), name="mismatch.count")
+    with pytest.raises(RuntimeError) as info:
+        hvd_torch.synchronize(h)
+    assert isinstance(info.value, hvd_torch.HorovodInternalError)
+    assert not isinstance(info.value, ValueError)
+
+
+def test_allreduce_shapes_must_agree_not_only_counts():
+    shape = (2, 3) if hvd.rank() == 0 else (3, 2)
+    with pytest.raises(hvd.MismatchError) as info:
+        hvd_torch.allreduce(torch.ones(shape), name="mismatch.shape")
+    assert "shape" in str(info.value)
+
+
+def test_nccl_built_is_the_version_code():
+    built = hvd.nccl_built()
+    assert isinstance(built, int)
+    if hvd._capi.lib.hvd_nccl_built():
+        assert built >= 2000  # NCCL 2.x: 2000 + ... (before 2.9) or 2MMPP after
+    else:
+        assert built == 0
+
+
+def test_alltoall_splits_of_the_wrong_length():
+    for splits in ([1] * (hvd.size() + 1), [hvd.size()] if hvd.size() > 1 else []):
+        with pytest.raises(hvd.InvalidArgumentError) as info:
+            hvd_torch.alltoall(torch.ones(hvd.size(), 2), torch.tensor(splits, dtype=torch.int32),
+                               name="alltoall.bad.splits")
+        text = str(info.value)
+        assert f"{len(splits)} entries" in text and f"{hvd.size()} ranks" in text
+
+
+def test_alltoall_splits_must_be_integers():
+    with pytest.raises(ValueError, match="integers"):
+        hvd_torch.alltoall(torch.ones(hvd.size()), torch.ones(hvd.size()),
+                           name="alltoall.float.splits")
+
+
+@pytest.mark.parametrize("op", [hvd.Sum, hvd.Average])
+def test_sparse_allreduce_matches_the_dense_reduction(op):
+    g = torch.Generator().manual_seed(hvd.rank())
+    dense = torch.rand(12, 5, generator=g)
+    dense[dense < 0.7] = 0
+    sparse = dense.to_sparse()
+    handle = hvd_torch.sparse_allreduce_async(sparse, name=f"sparse.{op}", op=op)
+    expected = hvd_torch.allreduce(dense, op=op, name=f"sparse.dense.{op}")
+    reduced = handle()  # Horovod's handle is a callable
+    assert reduced.is_sparse
+    assert torch.allclose(reduced.to_dense(), expected, atol=1e-6)
+    assert hvd_torch.synchronize(handle) is reduced
+
+
+def test_sparse_allreduce_rejects_dense_tensors():
+    with pytest.raises(TypeError, match="sparse"):
+        hvd_torch.sparse_allreduce_async(torch.ones(3), name="sparse.dense.input")
+
+
+def test_sync_batch_norm_matches_batch_norm_on_the_global_batch():
+    size, rank = hvd.size(), hvd.rank()
+    g = torch.Generator().manual_seed(7)
+    full = torch.randn(size * 3, 4, 5, generator=g).double()
+    local = full[rank * 3:(rank + 1) * 3].clone().requires_grad_()
+    reference_input = full.clone().requires_grad_()
+    sync_bn = hvd_torch.SyncBatchNorm(4).double()
+    bn = torch.nn.BatchNorm1d(4).double()
+    out = sync_bn(local)
+    ref = bn(reference_input)
+    assert torch.allclose(out, ref[rank * 3:(rank + 1) * 3], atol=1e-10)
+    assert torch.allclose(sync_bn.running_mean, bn.running_mean, atol=1e-10)
+    assert torch.allclose(sync_bn.running_var, bn.running_var, atol=1e-10)
+    weights = torch.arange(float(full.numel())).reshape(full.shape).double()
+    (out * weights[rank * 3:(rank + 1) * 3]).sum().backward()
+    (ref * weights).sum().backward()
+    assert torch.allclose(local.grad, reference_input.grad[rank * 3:(rank + 1) * 3],
+                          atol=1e-8)
+    # Weight and bias gradients stay local; their sum over ranks is the reference's.
+    w = hvd_torch.allreduce(sync_bn.weight.grad, op=hvd.Sum, name="sbn.w")
+    b = hvd_torch.allreduce(sync_bn.bias.grad, op=hvd.Sum, name="sbn.b")
+    assert torch.allclose(w, bn.weight.grad, atol=1e-8)
+    assert torch.allclose(b, bn.bias.grad, atol=1e-8)
+    sync_bn.eval()  # eval mode: the running statistics, no communication
+    bn.eval()
+    assert torch.allclose(sync_bn(local.detach()), bn(local.detach()), atol=1e-10)
+
+
+def test_same_ranks_added_twice_is_a_value_error_on_every_rank():
+    with pytest.raises(ValueError, match="already exists"):
+        hvd.add_process_set(list(range(hvd.size())))  # the global set's ranks
+    ranks = list(range(hvd.size() - 1))
+    first = hvd.add_process_set(ranks)
+    try:
+        with pytest.raises(ValueError, match="already exists"):
+            hvd.add_process_set(list(reversed(ranks)))
+        assert hvd.process_set_ids().count(first.process_set_id) == 1
+    finally:
+        assert hvd.remove_process_set(first)
+    again = hvd.add_process_set(ranks)  # once removed, the ranks can be added again
+    assert hvd.remove_process_set(again)
+    assert not hvd.remove_process_set(again)  # not registered any more: False, as Horovod
+    assert not hvd.remove_process_set(hvd.global_process_set)
