@@ -1,7 +1,7 @@
 #!/bin/sh
 # End-to-end checks of the hvdrun binary, one case per run:
 #   hvdrun_cases.sh CASE HVDRUN FAKE_DIR [PROBE]
-# Cases that need MPI start real jobs through MPICH's mpiexec; the others use the
+# Cases that need MPI start real jobs through the MPI libhvd was built for; the others use the
 # fake launchers in FAKE_DIR (HVDRUN_MPIEXEC) and never start a rank.
 set -u
 case_name=$1 hvdrun=$2 fakes=$3 probe=${4:-}
@@ -45,8 +45,10 @@ dry-run-openmpi)
   export HVDRUN_MPIEXEC="$fakes/fake_openmpi"
   root=""
   [ "$(id -u)" = 0 ] && root=" --allow-run-as-root"
-  expect_output 0 "$fakes/fake_openmpi$root -np 4 -H h1:2,h2:2 --bind-to none --map-by slot -x HOROVOD_CACHE_CAPACITY=0 -x PATH python train.py" -- \
-    env -u LD_LIBRARY_PATH -u PYTHONPATH "$hvdrun" --dry-run -np 4 -H h1:2,h2:2 --cache-capacity 0 python train.py
+  # A known environment: PATH, and one libhvd knob that remote ranks must see too.
+  expect_output 0 "$fakes/fake_openmpi$root -np 4 -H h1:2,h2:2 --bind-to none --map-by slot -x HOROVOD_CACHE_CAPACITY=0 -x PATH -x HVD_LIBRARY python train.py" -- \
+    env -i PATH="$PATH" HVDRUN_MPIEXEC="$HVDRUN_MPIEXEC" HVD_LIBRARY=/opt/libhvd.so.0 \
+    "$hvdrun" --dry-run -np 4 -H h1:2,h2:2 --cache-capacity 0 python train.py
   ;;
 dry-run-intel)
   export HVDRUN_MPIEXEC="$fakes/fake_intel"
@@ -87,11 +89,22 @@ help)
   ;;
 arguments-intact)
   # No shell between hvdrun and the launcher: every word arrives as it was given.
+  # Each rank runs under hvdrun's own rank monitor (the same binary, by its full path).
   HVDRUN_MPIEXEC="$fakes/fake_mpich" "$hvdrun" -np 1 ./prog "a b" "it's \"quoted\"" ";" '$HOME' '*' "" \
     >"$work/out" || die "hvdrun failed"
-  printf '%s\n' "--- launcher arguments" -n 1 ./prog "a b" "it's \"quoted\"" ";" '$HOME' '*' "" \
-    "--- end" >"$work/want"
+  self=$(readlink -f "$hvdrun")
+  printf '%s\n' "--- launcher arguments" -n 1 "$self" --rank-monitor -- ./prog "a b" "it's \"quoted\"" \
+    ";" '$HOME' '*' "" "--- end" >"$work/want"
   cmp -s "$work/out" "$work/want" || die "launcher got: $(cat "$work/out")"
+  ;;
+unresolvable-host)
+  # A mistyped host is refused before anything is launched, naming it.
+  HVDRUN_MPIEXEC="$fakes/fake_mpich" "$hvdrun" -np 2 -H localhost:1,no-such-host.invalid:1 prog \
+    >"$work/out" 2>"$work/err"
+  status=$?
+  [ "$status" = 2 ] || die "status $status, expected 2: $(cat "$work/err")"
+  grep -q "cannot resolve host 'no-such-host.invalid'" "$work/err" || die "message: $(cat "$work/err")"
+  ! grep -q "launcher arguments" "$work/out" || die "the launcher was started"
   ;;
 signal-forwarded)
   # SIGTERM to hvdrun reaches the launcher's process group; the launcher dies of it
@@ -137,11 +150,17 @@ env-forwarded)
     die "both ranks should print the variables: $(cat "$work/out")"
   ;;
 output-files)
-  "$hvdrun" -np 2 --output-filename "$work/logs" sh -c 'echo "out $PMI_RANK"; echo "err $PMI_RANK" >&2' \
+  "$hvdrun" -np 2 --output-filename "$work/logs" \
+    sh -c 'r=${PMI_RANK:-$OMPI_COMM_WORLD_RANK}; echo "out $r"; echo "err $r" >&2' \
     >"$work/terminal" 2>&1 || die "hvdrun failed: $(cat "$work/terminal")"
   for r in 0 1; do
-    [ "$(cat "$work/logs/rank.$r.stdout")" = "out $r" ] || die "rank.$r.stdout: $(cat "$work/logs/rank.$r.stdout")"
-    [ "$(cat "$work/logs/rank.$r.stderr")" = "err $r" ] || die "rank.$r.stderr"
+    # Hydra writes DIR/rank.R.stdout; Open MPI 4.1 DIR/1/rank.R/stdout.
+    out="$work/logs/rank.$r.stdout" err="$work/logs/rank.$r.stderr"
+    if [ ! -e "$out" ]; then
+      out="$work/logs/1/rank.$r/stdout" err="$work/logs/1/rank.$r/stderr"
+    fi
+    [ "$(cat "$out")" = "out $r" ] || die "$out: $(cat "$out")"
+    [ "$(cat "$err")" = "err $r" ] || die "$err: $(cat "$err")"
   done
   ! grep -q "out 0" "$work/terminal" || die "output also went to the terminal"
   ;;

@@ -105,7 +105,7 @@ void openmpi_commands(void**) {
                         context(MpiFlavor::OpenMpi, true)),
                "mpirun", "--allow-run-as-root", "-np", "1", "-H", "localhost:1", "--bind-to",
                "socket", "-mca", "btl_tcp_if_include", "eth0", "-mca", "plm_rsh_args", "-p 2222",
-               "--output-filename", "out", "-x", "NCCL_SOCKET_IFNAME=eth0", "-x", "PATH", "prog");
+               "--output-filename", "out:nocopy", "-x", "NCCL_SOCKET_IFNAME=eth0", "-x", "PATH", "prog");
   // Open MPI can oversubscribe when asked.
   assert_words(argv_for({"-np", "3", "-H", "a:1", "--mpi-args", "--oversubscribe", "prog"}, ctx),
                "mpirun", "-np", "3", "-H", "a:1", "--bind-to", "none", "--map-by", "slot", "-x",
@@ -214,10 +214,26 @@ void later_env_wins(void**) {
 
 }  // namespace
 
+// Remote Open MPI ranks see only what -x names: libhvd's knobs and those of the
+// libraries below it go along by name; unrelated variables stay behind.
+void openmpi_forwards_library_knobs(void**) {
+  auto ctx = context(MpiFlavor::OpenMpi);
+  ctx.environment_names = {"PATH", "HVD_LIBRARY", "HOROVOD_CYCLE_TIME", "NCCL_DEBUG", "SECRET",
+                           "HOME"};
+  assert_words(argv_for({"-np", "2", "prog"}, ctx), "mpirun", "-np", "2", "-H", "localhost:2",
+               "--bind-to", "none", "--map-by", "slot", "-x", "PATH", "-x", "HVD_LIBRARY", "-x",
+               "HOROVOD_CYCLE_TIME", "-x", "NCCL_DEBUG", "prog");
+  // Hydra passes the whole environment itself: nothing to add.
+  auto mpich = context(MpiFlavor::Mpich);
+  mpich.environment_names = ctx.environment_names;
+  assert_words(argv_for({"-np", "2", "prog"}, mpich), "mpiexec", "-n", "2", "prog");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(mpich_commands),   cmocka_unit_test(openmpi_commands),
       cmocka_unit_test(intel_commands),   cmocka_unit_test(plan_errors),
+      cmocka_unit_test(openmpi_forwards_library_knobs),
       cmocka_unit_test(tuning_variables), cmocka_unit_test(later_env_wins),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -38,6 +38,19 @@ void launcher_choice(void**) {
   std::string chosen = choose_launcher("");
   assert_true(chosen == "mpiexec" || chosen == "mpirun");
   assert_string_equal(choose_launcher(nullptr).c_str(), chosen.c_str());
+  // HVDRUN_MPIEXEC wins over the library's MPI.
+  assert_string_equal(choose_launcher("/opt/x/mpirun", MpiFlavor::OpenMpi).c_str(),
+                      "/opt/x/mpirun");
+}
+
+// A launcher of another MPI than libhvd's would start every rank as a job of its own.
+void launcher_of_another_mpi(void**) {
+  assert_false(launcher_mismatch(MpiFlavor::Mpich, MpiFlavor::Mpich, "mpiexec").has_value());
+  assert_false(launcher_mismatch(MpiFlavor::Mpich, std::nullopt, "mpiexec").has_value());
+  auto why = launcher_mismatch(MpiFlavor::Mpich, MpiFlavor::OpenMpi, "mpiexec");
+  assert_true(why.has_value());
+  assert_contains(*why, "mpiexec belongs to MPICH but libhvd was built against Open MPI");
+  assert_contains(*why, "HVDRUN_MPIEXEC=mpiexec.openmpi");
 }
 
 std::string fake(const char* name) { return std::string(g_fake_dir) + "/" + name; }
@@ -72,6 +85,7 @@ int main(int argc, char** argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(banners),
       cmocka_unit_test(launcher_choice),
+      cmocka_unit_test(launcher_of_another_mpi),
       cmocka_unit_test(fake_launchers),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -35,8 +35,9 @@ Result<LaunchCommand> build_openmpi_command(const LaunchPlan& plan) {
       a.push_back(w);
   }
   if (plan.output_dir) {
+    // Only to the files, as with Hydra: Open MPI also copies to the terminal unless told.
     a.push_back("--output-filename");
-    a.push_back(*plan.output_dir);
+    a.push_back(*plan.output_dir + ":nocopy");
   }
   for (const auto& [name, value] : plan.rank_env) {
     a.push_back("-x");

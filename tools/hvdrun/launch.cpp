@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -54,9 +56,87 @@ class TerminalHandover {
   bool owned_ = false;
 };
 
+double monotonic_seconds() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
+}
+
+void write_all(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // hvdrun's stderr is gone: the job still runs to its end
+    done += static_cast<size_t>(n);
+  }
+}
+
+// How long the job may take to end after a rank failed, before SIGKILL; and how
+// long output may still arrive after the launcher exited (a process that kept the
+// pipe open must not hold hvdrun).
+constexpr double kTerminateGraceSeconds = 5;
+constexpr double kDrainSeconds = 2;
+
+// Waits for the launcher while relaying its stderr (err_fd), ending the job when a
+// rank monitor reports the first failure. Returns the launcher's wait status.
+int relay_and_wait(pid_t pid, int err_fd, JobOutcome* outcome) {
+  StderrRelay relay;
+  bool open = true, exited = false;
+  int status = 0;
+  double terminated_at = -1, exited_at = -1;
+  bool killed = false;
+  char buf[65536];
+  while (open || !exited) {
+    if (!exited) {
+      pid_t r = ::waitpid(pid, &status, WNOHANG);
+      if (r == pid) {
+        exited = true;
+        exited_at = monotonic_seconds();
+      }
+    }
+    if (exited && monotonic_seconds() - exited_at > kDrainSeconds) break;
+    if (!open) {
+      // Output is done; wait for the launcher itself, still ending it if asked.
+      pollfd none{};
+      ::poll(&none, 0, 100);
+    } else {
+      pollfd p{err_fd, POLLIN, 0};
+      int ready = ::poll(&p, 1, 100);
+      if (ready > 0) {
+        ssize_t n = ::read(err_fd, buf, sizeof buf);
+        if (n > 0) {
+          write_all(STDERR_FILENO, relay.feed(std::string_view(buf, static_cast<size_t>(n))));
+        } else if (n == 0 || errno != EINTR) {
+          open = false;
+        }
+      }
+    }
+    // Ranks that die of a signal the user sent through hvdrun are not failures to
+    // report; the job is already ending.
+    if (relay.take_new_failure() && !exited && g_forwarded_signal == 0) {
+      write_all(STDERR_FILENO, "hvdrun: ending the job: " +
+                                   describe_rank_exit(*relay.first_failure()) + "\n");
+      ::kill(-pid, SIGTERM);
+      terminated_at = monotonic_seconds();
+    }
+    if (terminated_at >= 0 && !exited && !killed &&
+        monotonic_seconds() - terminated_at > kTerminateGraceSeconds) {
+      ::kill(-pid, SIGKILL);
+      killed = true;
+    }
+  }
+  write_all(STDERR_FILENO, relay.finish());
+  if (!exited)
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  outcome->first_failure = relay.first_failure();
+  return status;
+}
+
 }  // namespace
 
-JobOutcome run_job(const LaunchCommand& command) {
+JobOutcome run_job(const LaunchCommand& command, bool watch_ranks) {
   JobOutcome outcome;
   if (command.argv.empty()) {
     outcome.error = "empty command";
@@ -70,6 +150,14 @@ JobOutcome run_job(const LaunchCommand& command) {
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) {
     outcome.error = std::string("cannot create a pipe: ") + std::strerror(errno);
+    return outcome;
+  }
+  // The job's stderr, relayed by hvdrun to find the rank monitors' markers.
+  int err_pipe[2] = {-1, -1};
+  if (watch_ranks && ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    outcome.error = std::string("cannot create a pipe: ") + std::strerror(errno);
+    ::close(report[0]);
+    ::close(report[1]);
     return outcome;
   }
 
@@ -102,10 +190,15 @@ JobOutcome run_job(const LaunchCommand& command) {
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     ::close(report[0]);
     ::close(report[1]);
+    if (watch_ranks) {
+      ::close(err_pipe[0]);
+      ::close(err_pipe[1]);
+    }
     return outcome;
   }
   if (pid == 0) {
     ::setpgid(0, 0);
+    if (watch_ranks) ::dup2(err_pipe[1], STDERR_FILENO);  // dup2 clears close-on-exec
     for (size_t i = 0; i < 4; ++i) ::sigaction(kForwarded[i], &old_actions[i], nullptr);
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     for (const auto& [name, value] : command.launcher_env) ::setenv(name.c_str(), value.c_str(), 1);
@@ -133,9 +226,16 @@ JobOutcome run_job(const LaunchCommand& command) {
   ::close(report[0]);
 
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  if (watch_ranks) {
+    ::close(err_pipe[1]);
+    status = relay_and_wait(pid, err_pipe[0], &outcome);
+    ::close(err_pipe[0]);
+  } else {
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
   }
   g_job_pgid = 0;
+  outcome.forwarded_signal = g_forwarded_signal;
   for (size_t i = 0; i < 4; ++i) ::sigaction(kForwarded[i], &old_actions[i], nullptr);
 
   if (n == static_cast<ssize_t>(sizeof exec_errno)) {

@@ -1,10 +1,17 @@
 // Runs the launcher command without a shell and waits for it, passing SIGINT,
 // SIGTERM, SIGHUP and SIGQUIT on to its process group.
+//
+// With watch_ranks, the job's stderr comes through hvdrun (StderrRelay): the first
+// rank failure a rank monitor reports ends the job at once (SIGTERM to the launcher's
+// group, SIGKILL 5 s later), since the launcher may wait for ever on ranks blocked in
+// MPI_Init for a peer that is gone.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "command_builder.h"
+#include "rank_exit.h"
 
 namespace hvdrun {
 
@@ -12,8 +19,10 @@ struct JobOutcome {
   bool started = false;
   int exit_status = 127;  // the job's status; 128+N if killed by signal N
   std::string error;      // why it could not start
+  std::optional<RankExit> first_failure;  // watch_ranks: the earliest rank failure
+  int forwarded_signal = 0;  // a signal hvdrun passed on to the job (the user stopped it)
 };
 
-JobOutcome run_job(const LaunchCommand& command);
+JobOutcome run_job(const LaunchCommand& command, bool watch_ranks = false);
 
 }  // namespace hvdrun

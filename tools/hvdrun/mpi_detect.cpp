@@ -58,10 +58,30 @@ std::optional<MpiFlavor> flavor_from_version_text(std::string_view text) {
   return std::nullopt;
 }
 
-std::string choose_launcher(const char* hvdrun_mpiexec_env) {
+std::string choose_launcher(const char* hvdrun_mpiexec_env,
+                            std::optional<MpiFlavor> library_flavor) {
   if (hvdrun_mpiexec_env && *hvdrun_mpiexec_env) return hvdrun_mpiexec_env;
+  // Debian installs each MPI's launcher under a suffixed name too; the plain name is
+  // whichever the `mpirun` alternative points at, not necessarily libhvd's MPI.
+  if (library_flavor == MpiFlavor::Mpich && on_path("mpiexec.mpich")) return "mpiexec.mpich";
+  if (library_flavor == MpiFlavor::OpenMpi && on_path("mpiexec.openmpi"))
+    return "mpiexec.openmpi";
   if (!on_path("mpiexec") && on_path("mpirun")) return "mpirun";
   return "mpiexec";
+}
+
+std::optional<std::string> launcher_mismatch(MpiFlavor launcher_flavor,
+                                             std::optional<MpiFlavor> library_flavor,
+                                             const std::string& launcher) {
+  if (!library_flavor || *library_flavor == launcher_flavor) return std::nullopt;
+  std::string want = flavor_name(*library_flavor);
+  std::string suffixed = *library_flavor == MpiFlavor::OpenMpi ? "mpiexec.openmpi"
+                         : *library_flavor == MpiFlavor::Mpich ? "mpiexec.mpich"
+                                                               : "mpiexec";
+  return launcher + " belongs to " + flavor_name(launcher_flavor) + " but libhvd was built "
+         "against " + want + ": every rank would start as a job of its own. Put " + want +
+         "'s launcher first on PATH or set HVDRUN_MPIEXEC (e.g. HVDRUN_MPIEXEC=" + suffixed +
+         ").";
 }
 
 Result<ProbeOutput> run_version_probe(const std::string& program, int timeout_ms) {

@@ -17,9 +17,19 @@ const char* flavor_name(MpiFlavor flavor);
 // Intel MPI's launcher is Hydra too, so its banner is checked first.
 std::optional<MpiFlavor> flavor_from_version_text(std::string_view text);
 
-// HVDRUN_MPIEXEC if set and not empty, otherwise mpiexec, or mpirun when only that
-// is on PATH. The result is what execvp is given.
-std::string choose_launcher(const char* hvdrun_mpiexec_env);
+// HVDRUN_MPIEXEC if set and not empty; otherwise the launcher of the MPI libhvd was
+// built against under its suffixed Debian name (mpiexec.mpich, mpiexec.openmpi) when
+// on PATH; otherwise mpiexec, or mpirun when only that is on PATH. The result is what
+// execvp is given.
+std::string choose_launcher(const char* hvdrun_mpiexec_env,
+                            std::optional<MpiFlavor> library_flavor = std::nullopt);
+
+// Why a launcher of one MPI cannot start ranks of a libhvd built against another (each
+// rank would run as a one-rank job), and what to do; nullopt when they agree or the
+// library's MPI is unknown.
+std::optional<std::string> launcher_mismatch(MpiFlavor launcher_flavor,
+                                             std::optional<MpiFlavor> library_flavor,
+                                             const std::string& launcher);
 
 struct ProbeOutput {
   int exit_status = -1;  // 128+N if killed by signal N

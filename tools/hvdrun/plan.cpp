@@ -7,6 +7,17 @@
 
 namespace hvdrun {
 
+namespace {
+
+// Variables read by libhvd and the libraries under it, forwarded to Open MPI ranks.
+bool is_forwarded_family(const std::string& name) {
+  for (const char* prefix : {"HVD_", "HOROVOD_", "NCCL_", "CUDA_", "UCX_", "OMP_", "MKL_"})
+    if (name.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
 bool mpi_args_allow_oversubscription(const std::vector<std::string>& mpi_args) {
   for (const auto& arg : mpi_args) {
     std::string lower(arg);
@@ -115,14 +126,19 @@ Result<LaunchPlan> make_plan(const LaunchOptions& o, const PlanContext& ctx) {
 
   if (ctx.flavor == MpiFlavor::OpenMpi) {
     // Remote Open MPI ranks see only what -x names; these are what a job needs to
-    // find its interpreter and libraries.
-    for (const char* common : {"PATH", "LD_LIBRARY_PATH", "PYTHONPATH"}) {
+    // find its interpreter and libraries, and every knob of libhvd and of the
+    // libraries below it (HVD_LIBRARY, HOROVOD_*, NCCL_*, ...).
+    auto forward = [&](const std::string& name) {
       bool named = std::any_of(plan.rank_env.begin(), plan.rank_env.end(),
-                               [&](const auto& e) { return e.first == common; }) ||
-                   std::find(plan.forward_names.begin(), plan.forward_names.end(), common) !=
+                               [&](const auto& e) { return e.first == name; }) ||
+                   std::find(plan.forward_names.begin(), plan.forward_names.end(), name) !=
                        plan.forward_names.end();
-      if (!named && ctx.getenv && ctx.getenv(common)) plan.forward_names.push_back(common);
-    }
+      if (!named) plan.forward_names.push_back(name);
+    };
+    for (const char* common : {"PATH", "LD_LIBRARY_PATH", "PYTHONPATH"})
+      if (ctx.getenv && ctx.getenv(common)) forward(common);
+    for (const auto& name : ctx.environment_names)
+      if (is_forwarded_family(name)) forward(name);
   }
 
   plan.ssh_port = o.ssh_port;

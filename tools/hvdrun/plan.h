@@ -41,6 +41,9 @@ struct PlanContext {
   std::string launcher = "mpiexec";
   bool running_as_root = false;
   EnvLookup getenv;  // the launcher's environment, for -x VAR
+  // The names set in the launcher's environment; Open MPI ranks on other hosts see
+  // only what -x names, so the ones libhvd and its libraries read are forwarded.
+  std::vector<std::string> environment_names;
 };
 
 Result<LaunchPlan> make_plan(const LaunchOptions& options, const PlanContext& context);
