@@ -1,0 +1,461 @@
+#!/bin/sh
+# The network lab: a small cluster of "nodes" on one machine, with real TCP between
+# them. Each node is a network namespace whose processes see a hostname of their own
+# (a UTS namespace per launch), with two links into bridges of the root namespace:
+#   eth0  the data network, between the nodes only (the bridge has no address, so
+#         nothing leaves it); MPI traffic goes here, optionally at a set rate;
+#   ctl0  the control network, to the launcher in the root namespace (the bridge's
+#         address, forwarding off); Hydra's proxies report here, so a node whose data
+#         link is down can still be told to end, as on a cluster whose launcher
+#         talks over its management network.
+# Ranks of one node share memory (MPICH's shared memory); ranks of different nodes
+# talk TCP (UCX_TLS=tcp,self over eth0). The nodes still share the machine's IPC and
+# /dev/shm: UCX's shared-memory transports must stay out of UCX_TLS, or UCX carries
+# traffic between nodes through memory (measured: no byte on the links). Every rank
+# gets tools/netlab's finalize guard preloaded (see finalize_guard.c).
+#
+#   netlab.sh up DIR [-n NODES] [-r RATE]   make a lab whose state lives in DIR
+#   netlab.sh down DIR                      end its processes, remove all it made
+#   netlab.sh run [-n NODES] [-r RATE] [-d DIR] -- CMD...
+#                                           up, CMD (with NETLAB_DIR set), down, even
+#                                           when CMD fails or a signal arrives;
+#                                           exits with CMD's status
+#   netlab.sh mpiexec DIR SLOTS ARGS...     mpiexec into the lab: SLOTS is ranks per
+#                                           node ("2" on every node, or "3,1")
+#   netlab.sh hvdrun DIR SLOTS ARGS...      hvdrun (HVDRUN, default hvdrun) likewise
+#   netlab.sh args DIR                      print the launcher arguments, one a line
+#   netlab.sh hosts DIR SLOTS               print the hosts ("name:2,name:2")
+#   netlab.sh nodes DIR                     print the node names, one a line
+#   netlab.sh exec DIR NODE CMD...          run CMD on a node
+#   netlab.sh rate DIR NODE RATE            set a node's link rate ("1gbit", "unlimited")
+#   netlab.sh link-down DIR NODE | link-up DIR NODE   the node's data link
+#   netlab.sh kill DIR NODE                 SIGKILL every process of a node
+#   netlab.sh pids DIR [NODE]               processes on the lab's nodes
+#
+# NODE is a node's name or its index (0, 1, ...). Names, links and addresses are
+# unique per lab, so several labs may run at once. Needs root, ip, tc and unshare;
+# `up` and `run` exit 77 (skip) where a network namespace cannot be made.
+set -eu
+
+self=$(readlink -f "$0")
+skip=77
+
+die() { echo "netlab: $*" >&2; exit 1; }
+usage() { sed -n '2,/^set -eu/p' "$self" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+
+# ---- lab state --------------------------------------------------------------
+
+load() {
+  dir=$(readlink -f "$1")
+  [ -f "$dir/lab.env" ] || die "$1 holds no lab (no lab.env): start one with 'netlab.sh up $1'"
+  . "$dir/lab.env"
+}
+
+# node_index NODE: the index of a node given by name or index.
+node_index() {
+  k=0
+  for name in $NETLAB_NODES; do
+    if [ "$1" = "$name" ] || [ "$1" = "$k" ] || [ "$1" = "$NETLAB_DATA_NET.$((10 + k))" ] ||
+       [ "$1" = "$NETLAB_CTL_NET.$((10 + k))" ]; then
+      echo "$k"
+      return 0
+    fi
+    k=$((k + 1))
+  done
+  die "no node '$1' in this lab (nodes: $NETLAB_NODES)"
+}
+
+node_name() { echo "$NETLAB_NODES" | tr ' ' '\n' | sed -n "$(( $1 + 1 ))p"; }
+
+# ---- up ---------------------------------------------------------------------
+
+# Checks what the lab needs; exits 77 with the reason when it cannot be made here.
+preflight() {
+  [ "$(id -u)" = 0 ] || { echo "netlab: skipped: needs root (network namespaces)" >&2; exit $skip; }
+  for tool in ip tc unshare; do
+    command -v "$tool" >/dev/null 2>&1 ||
+      { echo "netlab: skipped: '$tool' is not installed" >&2; exit $skip; }
+  done
+}
+
+# A random hex word of $1 characters.
+random_hex() { od -An -N8 -tx1 /dev/urandom | tr -d ' \n' | cut -c1-"$1"; }
+
+# in_use NET: whether a route or address of the root namespace lies in NET.0/24.
+in_use() { ip -4 -o addr show | grep -q " $1\." || ip -4 route show | grep -q "^$1\."; }
+
+# Sets NETLAB_ID, NETLAB_DATA_NET and NETLAB_CTL_NET to a fresh id and two free /24s.
+# Called under a lock on this script, so that two labs starting at once differ.
+allocate() {
+  tries=0
+  while :; do
+    tries=$((tries + 1))
+    [ $tries -le 200 ] || die "found no free id and subnets in 200 tries"
+    id=$(random_hex 5)
+    ip link show "nl${id}d" >/dev/null 2>&1 && continue
+    ip netns list | grep -q "^nl${id}-" && continue
+    a=$(( 0x$(random_hex 2) % 64 + 160 )); b=$(( 0x$(random_hex 2) % 128 * 2 ))
+    in_use "10.$a.$b" && continue
+    in_use "10.$a.$((b + 1))" && continue
+    NETLAB_ID=$id NETLAB_DATA_NET=10.$a.$b NETLAB_CTL_NET=10.$a.$((b + 1))
+    return 0
+  done
+}
+
+# sysctl_off KEY: writes 0 to a /proc/sys key if it exists.
+sysctl_off() { [ -w "/proc/sys/$1" ] && echo 0 > "/proc/sys/$1" || true; }
+sysctl_on() { [ -w "/proc/sys/$1" ] && echo 1 > "/proc/sys/$1" || true; }
+
+# add_node K: namespace, data and control veths, addresses.
+add_node() {
+  k=$1 name=$NETLAB_PREFIX-$1
+  ip netns add "$name"
+  ip -n "$name" link set lo up
+  for net in d c; do
+    host=nl${NETLAB_ID}${net}$k
+    ip link add "$host" type veth peer name "p$host"
+    ip link set "p$host" netns "$name"
+    sysctl_on "net/ipv6/conf/$host/disable_ipv6"
+    ip link set "$host" master "nl${NETLAB_ID}$net" up
+  done
+  ip -n "$name" link set "pnl${NETLAB_ID}d$k" name eth0
+  ip -n "$name" link set "pnl${NETLAB_ID}c$k" name ctl0
+  ip netns exec "$name" sh -c '
+    for l in all default eth0 ctl0; do echo 1 > /proc/sys/net/ipv6/conf/$l/disable_ipv6; done
+    echo 0 > /proc/sys/net/ipv4/ip_forward'
+  ip -n "$name" addr add "$NETLAB_DATA_NET.$((10 + k))/24" dev eth0
+  ip -n "$name" addr add "$NETLAB_CTL_NET.$((10 + k))/24" dev ctl0
+  ip -n "$name" link set eth0 up
+  ip -n "$name" link set ctl0 up
+}
+
+write_state() {
+  cat > "$dir/lab.env" <<EOF
+NETLAB_ID=$NETLAB_ID
+NETLAB_PREFIX=$NETLAB_PREFIX
+NETLAB_DATA_NET=$NETLAB_DATA_NET
+NETLAB_CTL_NET=$NETLAB_CTL_NET
+NETLAB_NODES='$NETLAB_NODES'
+NETLAB_PRELOAD='$NETLAB_PRELOAD'
+EOF
+  # Hydra's -launcher-exec: called as "rsh HOST WORDS...", runs WORDS through a shell
+  # on HOST, as rsh and ssh do.
+  cat > "$dir/rsh" <<EOF
+#!/bin/sh
+exec "$self" rsh "$dir" "\$@"
+EOF
+  chmod +x "$dir/rsh"
+  {
+    printf '%s\n' -launcher rsh -launcher-exec "$dir/rsh" -localhost "$NETLAB_CTL_NET.1" \
+      -genv UCX_TLS tcp,self -genv UCX_NET_DEVICES eth0
+    [ -z "$NETLAB_PRELOAD" ] || printf '%s\n' -genv LD_PRELOAD "$NETLAB_PRELOAD"
+  } > "$dir/mpiexec.args"
+}
+
+# The finalize guard (tools/netlab/finalize_guard.c), preloaded into every rank:
+# NETLAB_FINALIZE_GUARD, else the one built in a build directory beside this script.
+find_guard() {
+  guard=${NETLAB_FINALIZE_GUARD:-}
+  if [ -z "$guard" ]; then
+    for f in "${self%/scripts/*}"/build*/tools/netlab/libnetlab_finalize_guard.so; do
+      [ -f "$f" ] && guard=$f && break
+    done
+  fi
+  [ -n "$guard" ] || echo "netlab: warning: no finalize guard (build tools/netlab or set NETLAB_FINALIZE_GUARD); jobs of more than 2 ranks may hang in MPI_Finalize" >&2
+  [ -z "$guard" ] || guard=$(readlink -f "$guard")
+  # After the caller's own (a sanitizer's runtime must come first).
+  NETLAB_PRELOAD=${LD_PRELOAD:-}
+  [ -z "$guard" ] || NETLAB_PRELOAD=${NETLAB_PRELOAD:+$NETLAB_PRELOAD:}$guard
+}
+
+cmd_up() {
+  [ $# -ge 1 ] || usage
+  dir=$1; shift
+  nodes=2 rate=unlimited
+  while [ $# -gt 0 ]; do
+    case $1 in
+      -n) nodes=$2; shift 2 ;;
+      -r) rate=$2; shift 2 ;;
+      *) usage ;;
+    esac
+  done
+  case $nodes in ''|*[!0-9]*) die "-n $nodes: the number of nodes must be 1 to 200" ;; esac
+  [ "$nodes" -ge 1 ] && [ "$nodes" -le 200 ] || die "-n $nodes: the number of nodes must be 1 to 200"
+  preflight
+  mkdir -p "$dir"
+  dir=$(readlink -f "$dir")
+  [ ! -e "$dir/lab.env" ] || die "$dir already holds a lab: 'netlab.sh down $dir' first"
+  # A probe: some containers are root without the right to make namespaces.
+  probe=nlprobe$$
+  if ! ip netns add "$probe" 2>/dev/null; then
+    echo "netlab: skipped: cannot create a network namespace here" >&2
+    exit $skip
+  fi
+  ip netns del "$probe"
+
+  exec 9<"$self"
+  flock 9
+  allocate
+  NETLAB_PREFIX=nl$NETLAB_ID
+  NETLAB_NODES=$(k=0; while [ $k -lt "$nodes" ]; do printf '%s ' "$NETLAB_PREFIX-$k"; k=$((k + 1)); done)
+  NETLAB_NODES=${NETLAB_NODES% }
+  # State first: a failure from here on is cleaned up by 'down'.
+  find_guard
+  write_state
+  trap 'exec 9<&-; echo "netlab: up failed; removing what was made" >&2; cmd_down "$dir"; exit 1' EXIT
+  ip link add "nl${NETLAB_ID}d" type bridge
+  ip link add "nl${NETLAB_ID}c" type bridge
+  for br in d c; do
+    sysctl_on "net/ipv6/conf/nl${NETLAB_ID}$br/disable_ipv6"
+  done
+  ip addr add "$NETLAB_CTL_NET.1/24" dev "nl${NETLAB_ID}c"
+  sysctl_off "net/ipv4/conf/nl${NETLAB_ID}c/forwarding"
+  ip link set "nl${NETLAB_ID}d" up
+  ip link set "nl${NETLAB_ID}c" up
+  k=0
+  while [ $k -lt "$nodes" ]; do
+    add_node $k
+    [ "$rate" = unlimited ] || set_rate $k "$rate"
+    k=$((k + 1))
+  done
+  trap - EXIT
+  exec 9<&-
+  echo "netlab: $nodes nodes up ($NETLAB_NODES), data $NETLAB_DATA_NET.0/24, rate $rate, state in $dir" >&2
+}
+
+# ---- down -------------------------------------------------------------------
+
+# ns_pids NAME: the processes in a node's namespace.
+ns_pids() { ip netns pids "$1" 2>/dev/null || true; }
+
+# net_ns_pids INODE: the processes whose network namespace is INODE (also once the
+# namespace has lost its name).
+net_ns_pids() {
+  for p in /proc/[0-9]*; do
+    [ "$(readlink "$p/ns/net" 2>/dev/null)" != "net:[$1]" ] || echo "${p#/proc/}"
+  done
+}
+
+cmd_down() {
+  load "$1"
+  # Names first: once a namespace has no name, nothing new can enter it; then its
+  # processes, found by the namespace itself, until none is left.
+  inodes=
+  k=0
+  for name in $NETLAB_NODES; do
+    ino=$(stat -L -c %i "/run/netns/$name" 2>/dev/null || true)
+    inodes="$inodes $ino"
+    # The root-side ends at once: a namespace's own links go only when the kernel
+    # gets to free it, which may be later.
+    ip link del "nl${NETLAB_ID}d$k" 2>/dev/null || true
+    ip link del "nl${NETLAB_ID}c$k" 2>/dev/null || true
+    ip netns del "$name" 2>/dev/null || true
+    k=$((k + 1))
+  done
+  tries=0
+  while :; do
+    pids=$(for ino in $inodes; do net_ns_pids "$ino"; done)
+    [ -n "$pids" ] || break
+    [ $tries -lt 100 ] || die "processes still on the nodes after 10 s: $pids"
+    kill -KILL $pids 2>/dev/null || true
+    sleep 0.1; tries=$((tries + 1))
+  done
+  ip link del "nl${NETLAB_ID}d" 2>/dev/null || true
+  ip link del "nl${NETLAB_ID}c" 2>/dev/null || true
+  rm -f "$dir/lab.env" "$dir/rsh" "$dir/mpiexec.args"
+  left=$(ip netns list | grep "^$NETLAB_PREFIX-" || true)
+  [ -z "$left" ] || die "namespaces left after down: $left"
+}
+
+# ---- run --------------------------------------------------------------------
+
+cmd_run() {
+  nodes=2 rate=unlimited rundir=
+  while [ $# -gt 0 ]; do
+    case $1 in
+      -n) nodes=$2; shift 2 ;;
+      -r) rate=$2; shift 2 ;;
+      -d) rundir=$2; shift 2 ;;
+      --) shift; break ;;
+      *) usage ;;
+    esac
+  done
+  [ $# -gt 0 ] || usage
+  preflight
+  own_dir=
+  if [ -z "$rundir" ]; then
+    rundir=$(mktemp -d "${TMPDIR:-/tmp}/netlab.XXXXXX")
+    own_dir=$rundir
+  fi
+  mkdir -p "$rundir"
+  status=0
+  child=
+  # Teardown always runs: on exit, on the signals a test runner sends, and, should
+  # this process be killed outright (SIGKILL), by a reaper in a session of its own
+  # that wakes when the last writer of a pipe, this process, is gone.
+  mkfifo "$rundir/.alive"
+  setsid "$self" reap "$rundir" "$own_dir" < "$rundir/.alive" > /dev/null 2>&1 &
+  exec 7> "$rundir/.alive"
+  trap 'cleanup' EXIT
+  trap 'status=143; exit 143' TERM
+  trap 'status=130; exit 130' INT
+  trap 'status=129; exit 129' HUP
+  # In a subshell: up's own trap undoes a half-made lab and must not replace ours.
+  ( cmd_up "$rundir" -n "$nodes" -r "$rate" ) || { status=$?; exit $status; }
+  NETLAB_DIR=$(readlink -f "$rundir")
+  export NETLAB_DIR
+  "$@" 7>&- &
+  child=$!
+  echo $child > "$rundir/.command"
+  wait $child || status=$?
+  child=
+  exit $status
+}
+
+# descendants PID: PID and every process below it, parents first.
+descendants() {
+  echo "$1"
+  for c in $(pgrep -P "$1" 2>/dev/null || true); do descendants "$c"; done
+}
+
+cleanup() {
+  # The command and all it started (a launcher left behind by a shell that was
+  # told to end would outlive the lab).
+  procs=
+  if [ -n "$child" ]; then
+    procs=$(descendants "$child")
+    kill -TERM $procs 2>/dev/null || true
+  fi
+  if [ -f "$rundir/lab.env" ]; then ( cmd_down "$rundir" ) || status=1; fi
+  # Hydra's mpiexec may ignore SIGTERM once its proxies are gone: what is left of
+  # the command now goes for good.
+  [ -z "$procs" ] || kill -KILL $procs 2>/dev/null || true
+  if [ -n "$child" ]; then wait "$child" 2>/dev/null || true; fi
+  rm -f "$rundir/.alive" "$rundir/.command"
+  [ -z "$own_dir" ] || rm -rf "$own_dir"
+  exit $status
+}
+
+# reap DIR [OWN_DIR]: waits for end of input (the run that started it is gone), then
+# removes the lab if that run could not.
+cmd_reap() {
+  cat > /dev/null
+  # The run's command, then the lab (whose removal ends the command's launcher).
+  procs=
+  [ ! -f "$1/.command" ] || procs=$(descendants "$(cat "$1/.command")")
+  [ -z "$procs" ] || kill -TERM $procs 2>/dev/null || true
+  if [ -f "$1/lab.env" ]; then cmd_down "$1" || true; fi
+  [ -z "$procs" ] || kill -KILL $procs 2>/dev/null || true
+  rm -f "$1/.alive" "$1/.command"
+  [ -z "${2:-}" ] || rm -rf "$2"
+}
+
+# ---- launching --------------------------------------------------------------
+
+# hosts SLOTS: "name:s0,name:s1,..." from "s" (every node) or "s0,s1,...".
+hosts() {
+  case $1 in *,*) list=$1 ;; *) list=$(for n in $NETLAB_NODES; do printf '%s,' "$1"; done) ;; esac
+  k=0 out=
+  for s in $(echo "$list" | tr ',' ' '); do
+    case $s in ''|*[!0-9]*) die "slots '$1': give ranks per node, e.g. 2 or 3,1" ;; esac
+    [ $k -lt $(echo $NETLAB_NODES | wc -w) ] || die "slots '$1': more entries than the lab's nodes ($NETLAB_NODES)"
+    [ "$s" = 0 ] || out=$out$(node_name $k):$s,
+    k=$((k + 1))
+  done
+  echo "${out%,}"
+}
+
+cmd_mpiexec() {
+  [ $# -ge 2 ] || usage
+  load "$1"; h=$(hosts "$2"); shift 2
+  set -- $(cat "$dir/mpiexec.args") -hosts "$h" "$@"
+  exec "${MPIEXEC:-mpiexec}" "$@"
+}
+
+cmd_hvdrun() {
+  [ $# -ge 2 ] || usage
+  load "$1"; h=$(hosts "$2"); shift 2
+  exec "${HVDRUN:-hvdrun}" -H "$h" \
+    --mpi-args "-launcher rsh -launcher-exec $dir/rsh -localhost $NETLAB_CTL_NET.1" \
+    -x UCX_TLS=tcp,self -x UCX_NET_DEVICES=eth0 ${NETLAB_PRELOAD:+-x "LD_PRELOAD=$NETLAB_PRELOAD"} "$@"
+}
+
+# on_node K CMD...: CMD in node K's network namespace and a UTS namespace named after it.
+on_node() {
+  k=$1; shift
+  name=$(node_name "$k")
+  exec ip netns exec "$name" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$name" "$@"
+}
+
+cmd_rsh() {
+  load "$1"; k=$(node_index "$2"); shift 2
+  on_node "$k" sh -c "$*"
+}
+
+cmd_exec() {
+  [ $# -ge 3 ] || usage
+  load "$1"; k=$(node_index "$2"); shift 2
+  on_node "$k" "$@"
+}
+
+# ---- faults and rates -------------------------------------------------------
+
+# set_rate K RATE: token bucket on both ends of node K's data link (each end shapes
+# what it sends), or no shaping for "unlimited".
+set_rate() {
+  k=$1 name=$(node_name "$1")
+  for where in "ip" "ip -n $name"; do
+    dev=nl${NETLAB_ID}d$k
+    [ "$where" = ip ] || dev=eth0
+    tcw="tc"; [ "$where" = ip ] || tcw="tc -n $name"
+    $tcw qdisc del dev "$dev" root 2>/dev/null || true
+    # burst above a 64 KiB segment (veths pass segmentation offload's large frames)
+    [ "$2" = unlimited ] || $tcw qdisc add dev "$dev" root tbf rate "$2" burst 256kb latency 50ms
+  done
+}
+
+cmd_rate() {
+  [ $# -eq 3 ] || usage
+  load "$1"; set_rate "$(node_index "$2")" "$3"
+}
+
+cmd_link() {
+  [ $# -eq 2 ] || usage
+  load "$1"; ip link set "nl${NETLAB_ID}d$(node_index "$2")" "$state"
+}
+
+cmd_kill() {
+  [ $# -eq 2 ] || usage
+  load "$1"; name=$(node_name "$(node_index "$2")")
+  pids=$(ns_pids "$name")
+  [ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
+}
+
+cmd_pids() {
+  load "$1"
+  if [ $# -ge 2 ]; then names=$(node_name "$(node_index "$2")"); else names=$NETLAB_NODES; fi
+  for name in $names; do ns_pids "$name"; done
+}
+
+[ $# -ge 1 ] || usage
+what=$1; shift
+case $what in
+  up) cmd_up "$@" ;;
+  down) [ $# -eq 1 ] || usage; cmd_down "$1" ;;
+  run) cmd_run "$@" ;;
+  mpiexec) cmd_mpiexec "$@" ;;
+  hvdrun) cmd_hvdrun "$@" ;;
+  args) [ $# -eq 1 ] || usage; load "$1"; cat "$dir/mpiexec.args" ;;
+  hosts) [ $# -eq 2 ] || usage; load "$1"; hosts "$2" ;;
+  nodes) [ $# -eq 1 ] || usage; load "$1"; echo "$NETLAB_NODES" | tr ' ' '\n' ;;
+  rsh) cmd_rsh "$@" ;;
+  reap) cmd_reap "$@" ;;
+  exec) cmd_exec "$@" ;;
+  rate) cmd_rate "$@" ;;
+  link-down) state=down cmd_link "$@" ;;
+  link-up) state=up cmd_link "$@" ;;
+  kill) cmd_kill "$@" ;;
+  pids) cmd_pids "$@" ;;
+  -h|--help|help) usage ;;
+  *) usage ;;
+esac

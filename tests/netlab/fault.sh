@@ -1,0 +1,78 @@
+#!/bin/sh
+# A fault struck on the lab in the middle of a large allreduce of two nodes x 1 rank:
+#   fault.sh NETLAB WORKER link-down   node 1's data link goes down: the allreduce can
+#                                      never finish, and only libhvd's watchdog ends
+#                                      the job (HVD_OP_TIMEOUT_SECONDS)
+#   fault.sh NETLAB WORKER node-loss   every process of node 1 is killed
+# Passes when the job ends non-zero within the op timeout plus kSlack seconds of the
+# fault (link-down: with a stderr line "libhvd: watchdog: ..." naming
+# HVD_OP_TIMEOUT_SECONDS and the tensor), and no process is left on any node.
+set -eu
+
+netlab=$1 worker=$2 fault=$3
+op_timeout=4     # HVD_OP_TIMEOUT_SECONDS given to the job
+slack=10         # seconds beyond it: the launcher's cleanup on a loaded machine
+start_bound=120  # for the job to reach its large allreduce
+grace=10         # for the nodes' processes to be gone once the launcher returned
+tensor=netlab.fault.large
+
+case $fault in link-down|node-loss) ;; *) echo "unknown fault '$fault'" >&2; exit 2 ;; esac
+
+if [ -z "${NETLAB_DIR:-}" ]; then
+  # 200 Mbit/s: one 32 MiB allreduce lasts about a second, so the fault lands in it.
+  exec "$netlab" run -n 2 -r 200mbit -- "$0" "$@"
+fi
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$(now)" -v b="$1" 'BEGIN { printf "%.2f", a - b }'; }
+over() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }'; }
+fail() {
+  echo "FAIL: $*" >&2
+  echo "--- job stderr" >&2; cat "$NETLAB_DIR/job.err" >&2 || true
+  exit 1
+}
+
+mkfifo "$NETLAB_DIR/ready"
+HVD_OP_TIMEOUT_SECONDS=$op_timeout HOROVOD_STALL_CHECK_TIME_SECONDS=60 \
+  "$netlab" mpiexec "$NETLAB_DIR" 1 -n 2 "$worker" "$NETLAB_DIR/ready" \
+  > "$NETLAB_DIR/job.out" 2> "$NETLAB_DIR/job.err" &
+job=$!
+
+# Rank 0 writes one line just before the allreduce the fault is meant for.
+if ! timeout "$start_bound" head -n 1 "$NETLAB_DIR/ready" > /dev/null; then
+  kill -KILL $job 2>/dev/null || true
+  fail "the job did not reach its large allreduce within ${start_bound} s"
+fi
+
+t0=$(now)
+case $fault in
+  link-down) "$netlab" link-down "$NETLAB_DIR" 1 ;;
+  node-loss) "$netlab" kill "$NETLAB_DIR" 1 ;;
+esac
+echo "$fault of node 1 at $(date -u +%T.%N)"
+
+# Waits for the launcher to end, at most the bound (tail --pid: no polling).
+bound=$((op_timeout + slack))
+timeout "$bound" tail --pid=$job -s 0.1 -f /dev/null || kill -KILL $job 2>/dev/null || true
+took=$(elapsed "$t0")
+status=0
+wait $job || status=$?
+echo "job ended with status $status ${took} s after the fault"
+
+over "$took" "$bound" && fail "the job did not end within ${bound} s of the fault (HVD_OP_TIMEOUT_SECONDS=$op_timeout)"
+[ "$status" != 0 ] || fail "the job exited 0 after losing a node"
+if [ "$fault" = link-down ]; then
+  line=$(grep '^libhvd: watchdog:' "$NETLAB_DIR/job.err" | grep 'HVD_OP_TIMEOUT_SECONDS' | grep -F "$tensor" | head -n 1)
+  [ -n "$line" ] || fail "no stderr line starting 'libhvd: watchdog:' with HVD_OP_TIMEOUT_SECONDS and '$tensor'"
+  echo "watchdog said: $line"
+fi
+
+waited=0
+while [ -n "$("$netlab" pids "$NETLAB_DIR")" ]; do
+  [ $waited -lt $((grace * 10)) ] || {
+    "$netlab" pids "$NETLAB_DIR" | xargs -r ps -o pid,args -p >&2
+    fail "processes left on the nodes ${grace} s after the job ended"
+  }
+  sleep 0.1; waited=$((waited + 1))
+done
+echo "no process left on any node"
