@@ -38,4 +38,17 @@ void check_hvd(hvd_status_t status, const char* what) {
   abort_job(std::string(what) + " failed: " + hvd_status_string(status) + ": " + hvd_last_error());
 }
 
+Layout job_layout() {
+  Layout layout;
+  int counts[2] = {hvd_local_rank() == 0 ? 1 : 0, hvd_local_size()};
+  MPI_Allreduce(MPI_IN_PLACE, &counts[0], 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &counts[1], 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  layout.nodes = counts[0];
+  layout.max_local = counts[1];
+  char value[16] = "";
+  if (hvd_param_get("HOROVOD_HIERARCHICAL_ALLREDUCE", value, sizeof value) == HVD_SUCCESS)
+    layout.hierarchical_allreduce = std::string(value) == "1";
+  return layout;
+}
+
 }  // namespace hvdbench

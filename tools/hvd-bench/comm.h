@@ -24,6 +24,16 @@ int64_t sum_over_ranks(int64_t value);
 // the ranks out of step, where returning would hang the others.
 [[noreturn]] void abort_job(const std::string& message);
 
+// Where the ranks run, as libhvd sees it: nodes (ranks sharing memory form one),
+// the most ranks on one node, and whether allreduce goes hierarchically. Collective:
+// every rank calls it.
+struct Layout {
+  int nodes = 1;
+  int max_local = 1;
+  bool hierarchical_allreduce = false;
+};
+Layout job_layout();
+
 // Checks a libhvd status; anything but success aborts with hvd_last_error().
 void check_hvd(hvd_status_t status, const char* what);
 

@@ -1,10 +1,12 @@
 #include "workload_file.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
+#include <vector>
 
 namespace hvdbench {
 
@@ -15,18 +17,29 @@ bool is_file(const std::string& path) {
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-// The installed folder first, then the source tree, so a build runs without install.
-const char* const kWorkloadDirs[] = {HVD_BENCH_WORKLOAD_INSTALL_DIR,
-                                     HVD_BENCH_WORKLOAD_SOURCE_DIR};
+// The folder beside this program's install (wherever the prefix was moved), the
+// configured install folder, then the source tree, so a build runs without install.
+std::vector<std::string> workload_dirs() {
+  std::vector<std::string> dirs;
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    std::string exe(self, static_cast<size_t>(n));
+    dirs.push_back(exe.substr(0, exe.rfind('/') + 1) + HVD_BENCH_WORKLOAD_RELATIVE_DIR);
+  }
+  dirs.emplace_back(HVD_BENCH_WORKLOAD_INSTALL_DIR);
+  dirs.emplace_back(HVD_BENCH_WORKLOAD_SOURCE_DIR);
+  return dirs;
+}
 
 }  // namespace
 
 std::string resolve_workload(const std::string& name_or_path) {
   if (is_file(name_or_path)) return name_or_path;
   if (name_or_path.empty() || name_or_path.find('/') != std::string::npos) return "";
-  for (const char* dir : kWorkloadDirs) {
+  for (const std::string& dir : workload_dirs()) {
     for (const std::string& candidate :
-         {std::string(dir) + "/" + name_or_path, std::string(dir) + "/" + name_or_path + "_sizes.txt"}) {
+         {dir + "/" + name_or_path, dir + "/" + name_or_path + "_sizes.txt"}) {
       if (is_file(candidate)) return candidate;
     }
   }

@@ -43,15 +43,17 @@ int64_t wrong(const StrategyCase& c, const TensorSet& set, double factor) {
   return c.uses_packed() ? set.wrong_in_packed(factor) : set.wrong_in_tensors(factor);
 }
 
-void print_table(const Options& o, const TensorSet& set, int size, int inner,
-                 const std::vector<Measured>& results, const Measured* limit) {
+void print_table(const Options& o, const TensorSet& set, int size, const Layout& layout,
+                 int inner, const std::vector<Measured>& results, const Measured* limit) {
   const Measured& hvd = results.front();
   std::string what = o.mode == Mode::Workload
                          ? "workload " + o.workload_path
                          : "tensors " + std::to_string(set.count()) + " x " +
                                std::to_string(set.elements(0)) + " floats";
-  std::printf("# hvd-bench %s: %zu tensors, %lld bytes, float32 sum in place, %d ranks\n",
-              what.c_str(), set.count(), static_cast<long long>(set.total_bytes()), size);
+  std::printf("# hvd-bench %s: %zu tensors, %lld bytes, float32 sum in place, %d ranks on %d "
+              "node(s), allreduce %s\n",
+              what.c_str(), set.count(), static_cast<long long>(set.total_bytes()), size,
+              layout.nodes, layout.hierarchical_allreduce ? "hierarchical" : "flat");
   std::printf("# %d repetitions after %d warm-up, %d step(s) per repetition; times per step, "
               "slowest rank\n", o.iters, o.warmup, inner);
   std::printf("# %-22s %12s %12s %12s %14s %8s\n", "strategy", "median(ms)", "min(ms)", "max(ms)",
@@ -89,7 +91,7 @@ void print_table(const Options& o, const TensorSet& set, int size, int inner,
   }
 }
 
-void print_json(const Options& o, const TensorSet& set, int size,
+void print_json(const Options& o, const TensorSet& set, int size, const Layout& layout,
                 const std::vector<Measured>& results, const Measured* limit) {
   const Measured& hvd = results.front();
   JsonLine line;
@@ -97,6 +99,8 @@ void print_json(const Options& o, const TensorSet& set, int size,
   if (o.mode == Mode::Workload) line.add("workload", o.workload);
   line.add("op", "allreduce")
       .add("ranks", size)
+      .add("nodes", layout.nodes)
+      .add("hierarchical", layout.hierarchical_allreduce)
       .add("tensors", static_cast<long long>(set.count()))
       .add("bytes", static_cast<long long>(set.total_bytes()))
       .add("hvd_ms", hvd.ms);
@@ -129,6 +133,7 @@ int run_workload_mode(const Options& o) {
   for (const StrategyCase& c : step_cases(o.baseline, set.total_bytes()))
     results.push_back(Measured{c, {}, 0, {}});
   LibhvdStep libhvd(set.count());
+  const Layout layout = job_layout();
 
   auto run_case = [&](Measured& m, bool record) {
     fill(m.what, set);
@@ -164,8 +169,8 @@ int run_workload_mode(const Options& o) {
       limit = &results[j];
 
   if (rank == 0) {
-    if (o.json) print_json(o, set, size, results, limit);
-    else print_table(o, set, size, inner, results, limit);
+    if (o.json) print_json(o, set, size, layout, results, limit);
+    else print_table(o, set, size, layout, inner, results, limit);
     std::fflush(stdout);
     if (total_wrong)
       std::fprintf(stderr, "hvd-bench: %lld wrong elements (see #wrong)\n",
