@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs everything libhvd needs to build and test on Debian 12, and a Python
-# virtual environment (.venv, with Debian's site packages visible) holding mpi4py
-# built against MPICH. Run as root (or through sudo).
+# Installs everything libhvd needs to build and test on Debian 12 (MPICH and Open MPI
+# side by side), and Python virtual environments (with Debian's site packages visible)
+# holding mpi4py: .venv built against MPICH, .venv-openmpi against Open MPI. Run as
+# root (or through sudo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,18 +11,34 @@ if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
+# Installing Open MPI would switch Debian's mpi/mpirun alternatives to it (a higher
+# priority): hold them where they are, so that plain `mpiexec` stays MPICH's. The
+# build and the tests name their MPI explicitly either way.
+$SUDO apt-get install -y -qq --no-install-recommends mpich libmpich-dev >/dev/null
+for alt in mpi mpirun mpi-x86_64-linux-gnu; do
+  current=$(update-alternatives --query "$alt" 2>/dev/null | sed -n 's/^Value: //p')
+  if [[ -n "$current" ]]; then $SUDO update-alternatives --set "$alt" "$current" >/dev/null; fi
+done
 $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential pkg-config meson ninja-build \
-  mpich libmpich-dev hwloc libhwloc-dev libcmocka-dev libcli11-dev \
+  mpich libmpich-dev openmpi-bin libopenmpi-dev \
+  hwloc libhwloc-dev libcmocka-dev libcli11-dev iproute2 util-linux procps \
   python3 python3-dev python3-venv python3-pip python3-numpy python3-pytest python3-torch \
   >/dev/null
 
-# mpi4py from PyPI, compiled against MPICH, in a venv that still sees Debian's numpy
-# and torch. Tests and examples run /usr/bin/python3 through this venv.
-if [[ ! -x .venv/bin/python ]]; then
-  /usr/bin/python3 -m venv --system-site-packages .venv
-fi
-if ! .venv/bin/python -c "import mpi4py" 2>/dev/null; then
-  MPICC=mpicc .venv/bin/pip install -q --no-cache-dir --no-binary=mpi4py mpi4py
-fi
+# mpi4py from PyPI, compiled against one MPI, in a venv that still sees Debian's numpy
+# and torch. Tests and examples run /usr/bin/python3 through these venvs.
+make_venv() {  # DIR MPICC [LDFLAGS]
+  local dir=$1 mpicc=$2 ldflags=${3:-}
+  if [[ ! -x $dir/bin/python ]]; then
+    /usr/bin/python3 -m venv --system-site-packages "$dir"
+  fi
+  if ! "$dir/bin/python" -c "import mpi4py" 2>/dev/null; then
+    MPICC=$mpicc LDFLAGS=$ldflags "$dir/bin/pip" install -q --no-cache-dir \
+      --no-binary=mpi4py mpi4py
+  fi
+}
+make_venv .venv mpicc.mpich
+# Debian's Open MPI keeps libmpi.so out of the default search path for the linker.
+make_venv .venv-openmpi mpicc.openmpi -L/usr/lib/x86_64-linux-gnu/openmpi/lib
 echo "libhvd dependencies installed"

@@ -1,0 +1,52 @@
+#!/bin/sh
+# Installs this build into a scratch folder (meson install --destdir) and checks that
+# the installed tree works from there with no LD_LIBRARY_PATH, as an install under any
+# prefix must: the programs and examples find libhvd through their $ORIGIN-relative
+# RPATH, hvd.pc is relocatable, the Python package loads the libhvd installed with it,
+# and every data file lands under share/hvd.
+# Usage: prefix_install.sh BUILD_DIR MPIEXEC PYTHON PREFIX
+set -u
+build=$1 mpiexec=$2 python=$3 prefix=$4
+work=$(mktemp -d /tmp/hvd_prefix_install.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+die() { echo "FAIL: $*" >&2; exit 1; }
+unset LD_LIBRARY_PATH HVD_LIBRARY PYTHONPATH PKG_CONFIG_PATH
+
+meson install -C "$build" --destdir "$work/root" --no-rebuild --quiet >"$work/install.log" 2>&1 ||
+  die "meson install: $(cat "$work/install.log")"
+root="$work/root$prefix"
+[ -d "$root/share/hvd" ] || die "nothing under $root/share/hvd"
+[ ! -e "$root/share/libhvd" ] || die "data also went to share/libhvd"
+
+out=$("$root/bin/hvdrun" --version 2>&1) || die "installed hvdrun --version: $out"
+echo "$out" | grep -q "libhvd" || die "hvdrun --version: $out"
+"$root/bin/hvd-bench" --help >"$work/bench.txt" 2>&1 || die "installed hvd-bench: $(cat "$work/bench.txt")"
+"$mpiexec" -n 1 "$root/share/hvd/examples/train_linear" >"$work/train.txt" 2>&1 ||
+  die "installed example: $(cat "$work/train.txt")"
+
+# A program of the user's, built with pkg-config alone.
+pc=$(dirname "$(find "$root" -name hvd.pc | head -n 1)")
+[ -n "$pc" ] || die "hvd.pc not installed"
+cat >"$work/user.c" <<'C'
+#include <hvd/hvd.h>
+#include <stdio.h>
+int main(void) { printf("%s\n", hvd_version_string()); return hvd_mpi_built() ? 0 : 1; }
+C
+flags=$(PKG_CONFIG_PATH="$pc" pkg-config --cflags --libs hvd) || die "pkg-config hvd failed"
+libdir=$(PKG_CONFIG_PATH="$pc" pkg-config --variable=libdir hvd)
+[ -e "$libdir/libhvd.so.0" ] || die "hvd.pc's libdir $libdir is not the installed one (not relocatable)"
+cc "$work/user.c" -o "$work/user" $flags -Wl,-rpath,"$libdir" || die "cannot build against hvd.pc"
+"$work/user" >/dev/null || die "the user's program failed"
+
+# The Python package (and the horovod stand-in, whose folder the .pth file adds when
+# the site folder is a real site folder; with PYTHONPATH it is named too).
+site=$(dirname "$(find "$root" -name hvd-horovod-compat.pth | head -n 1)")
+[ -n "$site" ] || die "the Python packages were not installed"
+loaded=$(cd "$work" && PYTHONPATH="$site:$site/hvd_horovod_compat" "$python" -c '
+import hvd, horovod
+print(hvd._capi.lib._name)
+print(horovod.backend)
+') || die "import from the installed tree failed"
+echo "$loaded" | head -n 1 | grep -q "^$root/" || die "hvd loaded $(echo "$loaded" | head -n 1), not the installed libhvd"
+[ "$(echo "$loaded" | tail -n 1)" = libhvd ] || die "horovod is not the stand-in: $loaded"
+echo "ok: installed under $root works"
