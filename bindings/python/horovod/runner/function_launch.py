@@ -66,17 +66,22 @@ def run(func, args=(), kwargs=None, np=1, min_np=None, max_np=None, slots=None, 
         finally:
             if stdout:
                 stdout.close()
-        results = []
+        # A failed rank ends the job at once, so its peers may have written no result:
+        # the failure a rank reported is the one to raise, not a peer's missing result.
+        outcomes = {}
         for rank in range(int(np)):
             path = os.path.join(work, f"result.{rank}.pkl")
-            if not os.path.exists(path):
-                raise RuntimeError(f"horovod.run: rank {rank} returned no result (exit status "
-                                   f"{proc.returncode}); see the output above")
-            with open(path, "rb") as f:
-                ok, value = pickle.load(f)
+            if os.path.exists(path):
+                with open(path, "rb") as f:
+                    outcomes[rank] = pickle.load(f)
+        for rank, (ok, value) in sorted(outcomes.items()):
             if not ok:
                 raise RuntimeError(f"horovod.run: rank {rank} failed:\n{value}")
-            results.append(value)
+        missing = [rank for rank in range(int(np)) if rank not in outcomes]
+        if missing:
+            raise RuntimeError(f"horovod.run: rank(s) {missing} returned no result (exit "
+                               f"status {proc.returncode}); see the output above")
+        results = [outcomes[rank][1] for rank in range(int(np))]
         return results
     finally:
         shutil.rmtree(work, ignore_errors=True)

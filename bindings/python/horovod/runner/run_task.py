@@ -42,8 +42,11 @@ def main(work):
         outcome = (True, func(*args, **kwargs))
     except BaseException:  # noqa: BLE001 - reported to the caller of horovod.run
         outcome = (False, traceback.format_exc())
-    with open(os.path.join(work, f"result.{rank}.pkl"), "wb") as f:
+    # Written whole or not at all: a peer's failure may end this process at any moment.
+    path = os.path.join(work, f"result.{rank}.pkl")
+    with open(path + ".tmp", "wb") as f:
         pickle.dump(outcome, f)
+    os.replace(path + ".tmp", path)
     return 0 if outcome[0] else 1
 
 
