@@ -354,14 +354,34 @@ void Controller::record_join(int world_rank, const std::string& key, const std::
 std::vector<std::pair<Request, Error>> Controller::take_blocked_by_join() {
   std::vector<std::pair<Request, Error>> out;
   if (joined_count_ == 0) return out;
+  auto blocked_on = [&](OpType op, int32_t process_set) {
+    if (op == OpType::Allreduce || op == OpType::Join) return false;
+    auto set = sets_->find(process_set);
+    if (!set) return false;
+    for (int w : set->ranks)
+      if (joined_[w]) return true;
+    return false;
+  };
+  // Every rank holds the same table and the same joined ranks after a round: each
+  // drops the same entries.
+  for (auto it = table_.begin(); it != table_.end();) {
+    const Announcement& a = it->second;
+    OpType op = OpType::Allreduce;
+    for (size_t i = 0; i < a.have.size(); ++i)
+      if (a.have[i]) {
+        op = a.specs[i].op;
+        break;
+      }
+    it = blocked_on(op, a.process_set) ? table_.erase(it) : std::next(it);
+  }
+  // A tensor that completed this round before a join was recorded runs as agreed.
+  std::unordered_set<std::string_view> ready_keys;
+  for (size_t i = 0; i < ready_count_; ++i) ready_keys.insert(ready_[i].key);
+  bool took = false;
   for (auto it = pending_.begin(); it != pending_.end();) {
     const Request& r = it->second.request;
-    auto set = sets_->find(r.spec.process_set);
-    bool blocked = false;
-    if (it->second.cache_slot >= 0 && r.spec.op != OpType::Allreduce && r.spec.op != OpType::Join &&
-        set) {
-      for (int w : set->ranks) blocked = blocked || joined_[w];
-    }
+    const bool blocked =
+        blocked_on(r.spec.op, r.spec.process_set) && !ready_keys.count(it->first);
     if (!blocked) {
       ++it;
       continue;
@@ -372,7 +392,9 @@ std::vector<std::pair<Request, Error>> Controller::take_blocked_by_join() {
                            r.name.c_str(), op_type_name(r.spec.op));
     out.emplace_back(std::move(it->second.request), std::move(err));
     it = pending_.erase(it);
+    took = true;
   }
+  if (took) std::erase_if(unannounced_, [&](const std::string& k) { return !pending_.count(k); });
   return out;
 }
 

@@ -111,9 +111,12 @@ class Controller {
   // Where negotiation progress is recorded (may be nullptr).
   void set_timeline(Timeline* timeline) { timeline_ = timeline; }
 
-  // Local requests that can never run: a non-allreduce operation pending in the cache
-  // on a process set with a joined rank (that rank will not submit it). Completed by
-  // the caller with the error.
+  // Local requests that can never run: a non-allreduce operation pending on a process
+  // set with a joined rank (that rank will not submit it), cached or not. Completed by
+  // the caller with the error. Announcements of such operations that could not complete
+  // are dropped on every rank alike: ranks that name unnamed operations differently
+  // after a join (one made a call the joined rank did not) never match them, and
+  // waiting for the match would hang.
   std::vector<std::pair<Request, Error>> take_blocked_by_join();
 
   // A removed process set: forgets its cache slots and announcements and returns this

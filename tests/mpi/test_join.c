@@ -58,6 +58,33 @@ static void other_ops_fail_while_joined(void** state) {
   assert_true(last > 0 || size == 1);
 }
 
+/* Ranks that differ in what they tried while another rank was joined name their
+ * unnamed operations differently afterwards (they count per process): an allgather
+ * under such names can never match across ranks, and must fail at once while a rank
+ * is joined instead of waiting for a match. Rank r makes r extra unnamed broadcasts
+ * (refused: rank 0 has joined), so from then on every rank's automatic names differ. */
+static void unnamed_ops_fail_while_joined_whatever_their_names(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  if (size < 3) skip();
+  if (rank != 0) {
+    for (int i = 0; i < rank; ++i) {
+      float b = 1;
+      assert_hvd_status(hvd_broadcast(&b, 1, HVD_FLOAT32, 1, NULL), HVD_ERR_MISMATCH);
+    }
+    float v[1] = {1};
+    int64_t shape[1] = {1};
+    void* out = NULL;
+    int64_t dim0;
+    assert_hvd_status(hvd_allgather(v, 1, shape, HVD_FLOAT32, &out, &dim0, NULL, NULL, NULL),
+                      HVD_ERR_MISMATCH);
+    assert_non_null(strstr(hvd_last_error(), "joined"));
+  }
+  int last = -1;
+  assert_hvd_ok(hvd_join(HVD_DEVICE_CPU, &last));
+  assert_true(last > 0);
+}
+
 /* Each rank in turn joins first while the others run one more allreduce. */
 static void each_rank_joins_first_in_turn(void** state) {
   (void)state;
@@ -105,6 +132,7 @@ int main(void) {
       cmocka_unit_test(uneven_steps_then_join),
       cmocka_unit_test(average_divides_by_full_size),
       cmocka_unit_test(other_ops_fail_while_joined),
+      cmocka_unit_test(unnamed_ops_fail_while_joined_whatever_their_names),
       cmocka_unit_test(barrier_repeatedly),
       cmocka_unit_test(each_rank_joins_first_in_turn),
       cmocka_unit_test(barrier_with_operations_pending),
