@@ -434,6 +434,81 @@ typedef struct hvd_counters {
 HVD_API hvd_status_t hvd_get_counters(hvd_counters_t* counters);
 
 /* ---------------------------------------------------------------------------------
+ * Step accounting: where each training step's time goes.
+ *
+ * A step ends when a tensor name already executed in the current step comes back (as
+ * Horovod's autotuner counts steps), or, once the framework has called
+ * hvd_mark_step(), exactly at each mark (marks then take over from detection for the
+ * rest of the run). For every step libhvd records its wall time; the time user
+ * threads were blocked waiting on libhvd (hvd_wait and the blocking calls, when the
+ * operation was not already done): the communication the framework could not hide
+ * behind compute; and the time its background thread spent negotiating, copying
+ * tensors in and out of the fusion buffer (and scaling them), and transferring them.
+ * The first HVD_STEP_STATS_WARMUP steps (default 1) are left out: they negotiate
+ * every tensor by name, allocate buffers and open MPI's connections.
+ *
+ * On by default (HVD_STEP_STATS=0 turns it off): it costs a clock read at the start
+ * and end of each negotiation round, batch and blocking wait. Device operations count
+ * the time to queue them on their stream as transfer time, not the GPU's time.
+ * With HVD_SUMMARY=1 rank 0 prints a table of the job's steps at hvd_shutdown; with
+ * HVD_SUMMARY_FILE=path it writes the same as JSON (README.md, "Step accounting").
+ * ------------------------------------------------------------------------------ */
+typedef struct hvd_step_stats {
+  size_t struct_size;              /* set by the caller: sizeof(hvd_step_stats_t), or use
+                                    * HVD_STEP_STATS_INITIALIZER */
+  int64_t steps;                   /* steps measured (after the warm-up) */
+  int64_t warmup_steps;            /* steps left out at the start (HVD_STEP_STATS_WARMUP) */
+  /* The rest are this rank's means per measured step (0 when no step was measured). */
+  double step_seconds;             /* wall time of a step */
+  double exposed_wait_seconds;     /* user threads blocked waiting on libhvd */
+  double negotiate_seconds;        /* background thread in negotiation rounds (this
+                                    * includes waiting for other ranks to submit) */
+  double copy_seconds;             /* fusion-buffer copies and scaling passes */
+  double transfer_seconds;         /* collectives (the rest of executing a batch) */
+  int64_t bytes_per_step;          /* tensor bytes reduced, gathered or broadcast */
+  double bus_bandwidth;            /* bytes/s, as nccl-tests' busbw: allreduce bytes *
+                                    * 2(n-1)/n, allgather, reducescatter and alltoall *
+                                    * (n-1)/n, broadcast * 1, over transfer time */
+  double reference_bus_bandwidth;  /* raw MPI_Allreduce's busbw on this job's
+                                    * communicator for the job's per-step size (at most
+                                    * 16 MiB), measured at hvd_shutdown when a summary
+                                    * was asked for; 0 until then */
+  int enabled;                     /* 1 if step accounting is on (HVD_STEP_STATS) */
+  int reserved_pad;                /* zero */
+  uint8_t reserved[64];            /* zero; room for later fields */
+} hvd_step_stats_t;
+
+#define HVD_STEP_STATS_INITIALIZER { sizeof(hvd_step_stats_t), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0} }
+
+/* Fills *stats with this rank's means over the steps measured so far (struct_size
+ * bytes at most; fields beyond an older caller's struct are left alone). Thread-safe;
+ * callable from any thread while libhvd runs, and after hvd_shutdown, when it reports
+ * the run that ended (with reference_bus_bandwidth if a summary was made).
+ * HVD_ERR_INVALID_ARGUMENT: stats is NULL or struct_size is below the first version's
+ * size; HVD_ERR_NOT_INITIALIZED: hvd_init never succeeded in this process. */
+HVD_API hvd_status_t hvd_get_step_stats(hvd_step_stats_t* stats);
+
+/* The tensors this rank waited on longest over the measured steps (by name, longest
+ * first). Copies up to capacity entries into tensors and their number into *count.
+ * Names longer than the field are truncated (NUL-terminated). Thread-safe.
+ * HVD_ERR_INVALID_ARGUMENT: count is NULL, capacity < 0, or tensors is NULL with
+ * capacity > 0; HVD_ERR_NOT_INITIALIZED as hvd_get_step_stats. */
+typedef struct hvd_step_tensor {
+  char name[128];
+  double wait_seconds;             /* per measured step */
+} hvd_step_tensor_t;
+HVD_API hvd_status_t hvd_get_step_top_tensors(hvd_step_tensor_t* tensors, int capacity,
+                                              int* count);
+
+/* Marks the end of a training step (and the start of the next) on this rank, for
+ * frameworks that know their steps: call it once per step, at the same point of every
+ * step (the torch DistributedOptimizer calls it in step()). From the first call on,
+ * steps are the intervals between marks and name-based detection stops. Cheap (a
+ * clock read and a short lock), thread-safe, local: no communication.
+ * HVD_ERR_NOT_INITIALIZED before hvd_init or after hvd_shutdown. */
+HVD_API hvd_status_t hvd_mark_step(void);
+
+/* ---------------------------------------------------------------------------------
  * Version and build
  * ------------------------------------------------------------------------------ */
 

@@ -7,6 +7,8 @@
 #include <cmath>
 
 #include "core/log.h"
+#include "core/step_stats.h"
+#include "core/step_summary.h"
 
 namespace hvd {
 
@@ -92,6 +94,8 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
   applied_.hierarchical_allgather = rt_.params.hierarchical_allgather;
   applied_.cache_enabled = controller_.cache_enabled();
   start_tuner();
+  step_stats_ = rt_.params.step_stats;
+  executor_.time_copies(step_stats_);
   bits_.resize(controller_.bit_words());
   bits_result_.resize(controller_.bit_words());
 }
@@ -187,6 +191,57 @@ void BackgroundLoop::observe_for_tuning(std::span<const Response> ready,
     step_bytes_ = 0;
   }
   for (const Batch& b : batches) step_bytes_ += b.bytes;
+}
+
+void BackgroundLoop::observe_step(std::span<const Response> ready) {
+  bool step_ended = false;
+  for (const Response& r : ready) {
+    if (!r.error.ok() || r.spec.op == OpType::Join) continue;
+    if (stat_steps_.observe(r.key)) step_ended = true;
+    // The first tensor ever run starts the first step.
+    if (!steps_started_) step_ended = steps_started_ = true;
+  }
+  if (!step_ended) return;
+  double step_s = 0, wait_s = 0;
+  if (step_stats().boundary(now_seconds(), false, &step_s, &wait_s) && rt_.rank == 0)
+    process_timeline().step_counter(static_cast<int64_t>(step_s * 1e9),
+                                    static_cast<int64_t>(wait_s * 1e9));
+}
+
+void BackgroundLoop::run_batches(std::span<const Response> ready,
+                                 const std::vector<Batch>& batches) {
+  for (const Batch& batch : batches) {
+    int64_t start = 0;
+    if (step_stats_) {
+      // Bus bytes as nccl-tests count them, so the bandwidth reads like theirs.
+      const TensorSpec& spec = ready[batch.items.front()].spec;
+      int n = rt_.size;
+      if (spec.process_set != 0) {
+        auto set = rt_.sets.find(spec.process_set);
+        n = set && set->member() ? set->size() : 0;
+      }
+      double factor = 0;
+      if (n > 1) {
+        switch (spec.op) {
+          case OpType::Allreduce: factor = 2.0 * (n - 1) / n; break;
+          case OpType::Allgather:
+          case OpType::Alltoall:
+          case OpType::Reducescatter: factor = static_cast<double>(n - 1) / n; break;
+          case OpType::Broadcast: factor = 1.0; break;
+          default: break;
+        }
+      }
+      const int64_t bytes = n > 0 ? batch.bytes : 0;
+      step_stats().add_bytes(bytes, static_cast<int64_t>(static_cast<double>(bytes) * factor));
+      start = monotonic_ns();
+    }
+    watchdog_.begin(&batch, &ready_);
+    executor_.run(batch, ready_, controller_);
+    watchdog_.end();
+    if (!step_stats_) continue;
+    const int64_t copy_ns = executor_.take_copy_ns();
+    step_stats().add_execute(copy_ns, std::max<int64_t>(0, monotonic_ns() - start - copy_ns));
+  }
 }
 
 void BackgroundLoop::apply_tuning(const std::string& blob) {
@@ -412,6 +467,7 @@ Error BackgroundLoop::run_round(bool* shutdown) {
 
   controller_.fill_bits(bits_.data(), rt_.shutdown_requested.load(),
                         stall_probe_s_ > 0 ? now_seconds() - stall_probe_s_ : -1.0);
+  const int64_t negotiation_start = step_stats_ ? monotonic_ns() : 0;
   MPI_Request request;
   int rc = MPI_Iallreduce(bits_.data(), bits_result_.data(), static_cast<int>(bits_.size()),
                           MPI_UINT64_T, MPI_BAND, rt_.control, &request);
@@ -448,6 +504,7 @@ Error BackgroundLoop::run_round(bool* shutdown) {
     std::string tuned;
     if (controller_.take_tuning(&tuned)) apply_tuning(tuned);
   }
+  if (step_stats_) step_stats().add_negotiate(monotonic_ns() - negotiation_start);
 
   for (auto& [blocked, why] : controller_.take_blocked_by_join()) complete(std::move(blocked), why);
 
@@ -457,11 +514,8 @@ Error BackgroundLoop::run_round(bool* shutdown) {
     if (timeline.enabled())
       for (const Response& r : ready) timeline.negotiate_end(timeline_row(r.spec, r.name));
     std::vector<Batch> batches = plan_batches(ready, fusion_);
-    for (const Batch& batch : batches) {
-      watchdog_.begin(&batch, &ready_);
-      executor_.run(batch, ready_, controller_);
-      watchdog_.end();
-    }
+    if (step_stats_) observe_step(ready);
+    run_batches(ready, batches);
     if (tuner_) observe_for_tuning(ready, batches);
     if (timeline.enabled())
       timeline.counters("traffic_bytes", static_cast<int64_t>(rt_.counters.local_bytes.load()),
@@ -494,6 +548,7 @@ void BackgroundLoop::run() {
   MPI_Irecv(&doorbell_value_, 1, MPI_INT64_T, MPI_ANY_SOURCE, kDoorbellTag, rt_.control,
             &doorbell_request_);
   Error exit_reason = make_error(HVD_ERR_SHUT_DOWN, "libhvd was shut down");
+  bool clean_shutdown = false;  // every rank left in the same shutdown round
   while (true) {
     wait_for_round();
     bool shutdown = false;
@@ -505,6 +560,7 @@ void BackgroundLoop::run() {
       break;
     }
     if (shutdown) {
+      clean_shutdown = true;
       if (!rt_.shutdown_requested.load())
         exit_reason = make_error(HVD_ERR_SHUT_DOWN,
                                  "libhvd was shut down because another rank called hvd_shutdown "
@@ -525,6 +581,11 @@ void BackgroundLoop::run() {
       MPI_Recv(&doorbell_value_, 1, MPI_INT64_T, MPI_ANY_SOURCE, kDoorbellTag, rt_.control,
                MPI_STATUS_IGNORE);
   }
+  // The summary's gather needs every rank: only after a shutdown round, which all
+  // ranks leave together (a round that failed, a rank that died, skips it), and with
+  // bounded waits in case a rank was not asked for it.
+  if (clean_shutdown && (rt_.params.summary || !rt_.params.summary_file.empty()))
+    step_summary_at_shutdown(rt_.control, rt_.rank, rt_.size, rt_.params, 5.0);
   rt_.loop_exited.store(true);
 }
 

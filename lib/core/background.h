@@ -61,6 +61,10 @@ class BackgroundLoop {
   void start_tuner();
   void observe_for_tuning(std::span<const Response> ready, const std::vector<Batch>& batches);
   void apply_tuning(const std::string& blob);
+  // Step accounting: a step boundary when a name comes back (unless the framework
+  // marks steps), then each batch's copy and transfer time and bytes.
+  void observe_step(std::span<const Response> ready);
+  void run_batches(std::span<const Response> ready, const std::vector<Batch>& batches);
   // Turns the response cache on or off as tuned, once the round's responses have run.
   void switch_cache();
   void toggle_cache_for_tests();
@@ -75,6 +79,9 @@ class BackgroundLoop {
   std::unique_ptr<DeviceEngine> device_;
   std::unique_ptr<ParameterManager> tuner_;  // rank 0 only
   StepDetector steps_;
+  StepDetector stat_steps_;  // step accounting's own (the tuner's runs on rank 0 only)
+  bool step_stats_ = false;  // HVD_STEP_STATS
+  bool steps_started_ = false;
   int64_t step_bytes_ = 0;
   double step_start_ = 0;
   double cycle_time_ms_ = 1.0;

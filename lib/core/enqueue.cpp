@@ -2,6 +2,8 @@
 
 #include <atomic>
 
+#include "core/step_stats.h"
+
 namespace hvd {
 
 HandleTable& handle_table() {
@@ -12,6 +14,7 @@ HandleTable& handle_table() {
 Error enqueue(Runtime& rt, std::vector<Request>&& requests, hvd_handle_t* handle) {
   HandleState* state = nullptr;
   hvd_handle_t h = handle_table().add(static_cast<int>(requests.size()), &state);
+  if (step_stats().enabled() && !requests.empty()) state->set_name(requests.front().name);
   double now = now_seconds();
   for (Request& r : requests) {
     r.handle = state;
@@ -29,6 +32,7 @@ Error enqueue(Runtime& rt, std::vector<Request>&& requests, hvd_handle_t* handle
 Error enqueue(Runtime& rt, Request&& request, hvd_handle_t* handle) {
   HandleState* state = nullptr;
   hvd_handle_t h = handle_table().add(1, &state);
+  if (step_stats().enabled()) state->set_name(request.name);
   request.handle = state;
   request.enqueue_time = now_seconds();
   Error err = rt.queue.push(std::move(request));

@@ -144,10 +144,15 @@ void Executor::run(const Batch& batch, const std::vector<Response>& responses,
 }
 
 void Executor::activity_start(const char* activity) {
+  if (time_copies_ && std::strncmp(activity, "MEMCPY", 6) == 0) copy_started_ns_ = monotonic_ns();
   if (tracing_) timeline_->activity_start(batch_keys_, activity);
 }
 
 void Executor::activity_end() {
+  if (copy_started_ns_) {
+    copy_ns_ += monotonic_ns() - copy_started_ns_;
+    copy_started_ns_ = 0;
+  }
   if (tracing_) timeline_->activity_end(batch_keys_);
 }
 
@@ -203,14 +208,14 @@ Error Executor::allreduce_single(const Response& r, Request* local, const Proces
   const void* send = local ? local->send : scratch(bytes, true);
   void* recv = local ? local->recv : const_cast<void*>(send);
   if (spec.prescale != 1.0) {
-    copy_scaled(recv, send, count, spec.dtype, spec.prescale);
+    timed_copy([&] { copy_scaled(recv, send, count, spec.dtype, spec.prescale); });
     send = recv;
   }
   Error err = reduce(send, recv, count, spec.dtype, transport_op(spec.reduce_op), set);
   if (!err.ok()) return err;
   int divisor = divisor_of(spec, set);
   if (divisor > 1 || spec.postscale != 1.0)
-    copy_averaged(recv, recv, count, spec.dtype, divisor, spec.postscale);
+    timed_copy([&] { copy_averaged(recv, recv, count, spec.dtype, divisor, spec.postscale); });
   return Error::success();
 }
 
@@ -261,7 +266,10 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
     return Error::success();
   }
   buffer = fusion_buffer(static_cast<size_t>(host_->staging_count(total, spec.dtype)) * esize).data();
-  return host_->allreduce_staged(buffer, total, spec.dtype, op, set, fill, drain);
+  if (!time_copies_) return host_->allreduce_staged(buffer, total, spec.dtype, op, set, fill, drain);
+  auto timed_fill = [&](int64_t offset, int64_t n) { timed_copy([&] { fill(offset, n); }); };
+  auto timed_drain = [&](int64_t offset, int64_t n) { timed_copy([&] { drain(offset, n); }); };
+  return host_->allreduce_staged(buffer, total, spec.dtype, op, set, timed_fill, timed_drain);
 }
 
 Error Executor::broadcast(const Response& r, Request* local, const ProcessSet& set) {

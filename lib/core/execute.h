@@ -43,6 +43,14 @@ class Executor {
     device_ = engine;
     device_error_ = std::move(why_not);
   }
+  // Step accounting: time spent in fusion copies and scaling passes on this thread
+  // since the last take (0 while off).
+  void time_copies(bool on) { time_copies_ = on; }
+  int64_t take_copy_ns() {
+    const int64_t ns = copy_ns_;
+    copy_ns_ = 0;
+    return ns;
+  }
 
  private:
   Error dispatch(const Batch& batch, const std::vector<Response>& responses,
@@ -68,8 +76,20 @@ class Executor {
   bool hierarchical_allgather(const ProcessSet& set) const {
     return use_hier_ag_ && hier_ag_ && set.id == 0 && hier_ag_->useful();
   }
+  // MEMCPY_* activities also count as copy time for step accounting.
   void activity_start(const char* activity);
   void activity_end();
+  // Runs a copy, counting its time when step accounting is on.
+  template <typename F>
+  void timed_copy(F&& copy) {
+    if (!time_copies_) {
+      copy();
+      return;
+    }
+    const int64_t start = monotonic_ns();
+    copy();
+    copy_ns_ += monotonic_ns() - start;
+  }
   // recv = reduction of send over the set, flat or hierarchical.
   Error reduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
                const ProcessSet& set);
@@ -95,6 +115,9 @@ class Executor {
   std::vector<int64_t> counts_;  // elements of each tensor of the fused batch being run
   std::vector<unsigned char> scratch_;
   std::vector<Request> taken_;  // the running batch's local requests (capacity reused)
+  bool time_copies_ = false;
+  int64_t copy_ns_ = 0;
+  int64_t copy_started_ns_ = 0;  // an open MEMCPY_* activity, when timed
 };
 
 // Offsets of consecutive blocks of the given sizes (an exclusive prefix sum), as the

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <thread>
 
+#include "core/step_stats.h"
+
 namespace hvd {
 
 namespace {
@@ -45,15 +47,26 @@ void HandleState::complete(const Error& result) {
 
 void HandleState::wait(int64_t spin_us) const {
   if (done()) return;
-  auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
+  const auto start = std::chrono::steady_clock::now();
+  const auto until = start + std::chrono::microseconds(spin_us);
   // Yield while polling: the thread that completes the handle (the background thread,
   // or a peer rank's) may be queued on this core, and with as many ranks as cores it
   // usually is; a plain spin would hold it off for the whole spin.
+  bool finished = false;
   while (std::chrono::steady_clock::now() < until) {
-    if (done()) return;
+    if (done()) {
+      finished = true;
+      break;
+    }
     std::this_thread::yield();
   }
-  while (!done()) done_.wait(0, std::memory_order_acquire);
+  if (!finished)
+    while (!done()) done_.wait(0, std::memory_order_acquire);
+  StepStats& stats = step_stats();
+  if (stats.enabled())
+    stats.add_wait(name_, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::steady_clock::now() - start)
+                              .count());
 }
 
 void HandleState::publish_stream_waiter(StreamWaiter waiter) {

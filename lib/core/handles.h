@@ -28,8 +28,12 @@ class HandleState {
   // Completes one part; the handle is done when every part is. The first error wins.
   void complete(const Error& result);
   bool done() const { return done_.load(std::memory_order_acquire) != 0; }
-  // Blocks until done: polls for spin_us, then sleeps on the futex.
+  // Blocks until done: polls for spin_us, then sleeps on the futex. A wait that
+  // blocks adds its time to the step accounting, under the handle's tensor name.
   void wait(int64_t spin_us) const;
+  // The tensor waited on, for step accounting (set at enqueue, before the handle is
+  // published, only while step accounting is on).
+  void set_name(const std::string& name) { name_ = name; }
   Error result() const;
 
   // Device operations: once queued on the device, the background thread publishes how
@@ -52,6 +56,7 @@ class HandleState {
   std::atomic<bool> has_error_{false};  // error_ holds a failure
   mutable std::mutex mutex_;
   Error error_;
+  std::string name_;  // written before the request is queued, read by the waiter
 };
 
 class HandleTable;

@@ -166,6 +166,23 @@ const std::vector<ParamDef>& defs() {
             "For tests: the coordinator turns the response cache off and on every this "
             "many negotiation rounds, the way autotune decisions do (0: never; ignored "
             "with HOROVOD_AUTOTUNE or a cache capacity of 0)"),
+      P_BOOL("HVD_STEP_STATS", step_stats, 1,
+             "Step accounting: per training step, the time user threads waited on libhvd "
+             "(exposed communication), negotiation, copy and transfer time, bytes and bus "
+             "bandwidth (hvd_get_step_stats); costs a few clock reads per round and per "
+             "blocking wait. 0 turns it off"),
+      P_INT("HVD_STEP_STATS_WARMUP", step_stats_warmup, 1, 0, 1 << 30,
+            "Steps at the start that step accounting leaves out: the first step negotiates "
+            "every tensor by name, fills the response cache, allocates the fusion buffer "
+            "and lets MPI open its connections, which later steps do not pay"),
+      P_BOOL("HVD_SUMMARY", summary, 0,
+             "At shutdown rank 0 prints a table of the job's steps to standard error: step "
+             "time, exposed communication, negotiation, copies, transfers, bus bandwidth "
+             "against raw MPI, and the tensors waited on longest"),
+      P_STRING("HVD_SUMMARY_FILE", summary_file,
+               "At shutdown rank 0 writes the step summary as JSON to this file (implies the "
+               "summary's gather and MPI reference probe, without the printed table unless "
+               "HVD_SUMMARY is set)"),
   };
   return table;
 }

@@ -61,6 +61,10 @@ struct Params {
   int64_t poll_us = 200;
   int64_t idle_poll_ms = 5;
   int64_t cache_toggle_rounds = 0;  // tests: flip the response cache every N rounds
+  bool step_stats = true;           // step accounting (see core/step_stats.h)
+  int64_t step_stats_warmup = 1;    // recorded steps not measured at the start
+  bool summary = false;             // rank 0 prints the step summary at shutdown
+  std::string summary_file;         // and writes it as JSON here
 };
 
 enum class ParamType { Bool, Int, Double, Bytes, String, Choice };

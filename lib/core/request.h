@@ -71,6 +71,7 @@ struct Request {
 };
 
 double now_seconds();
+int64_t monotonic_ns();  // the clock of now_seconds, in nanoseconds
 
 // The tensor's row in the timeline, named as Horovod names its rows: the operation,
 // a dot and the tensor's name ("allreduce.grad.0"; names that already start so, as

@@ -11,6 +11,7 @@
 #include "core/background.h"
 #include "core/enqueue.h"
 #include "core/log.h"
+#include "core/step_stats.h"
 #include "timeline/timeline.h"
 #include "ops/mpi/mpi_backend.h"
 #include "ops/mpi/mpi_types.h"
@@ -259,6 +260,7 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
       HVD_LOG(Warning, "HOROVOD_TIMELINE: %s; running without a timeline", why.c_str());
   }
 
+  step_stats().start(rt->params.step_stats, rt->params.step_stats_warmup);
   rt->loop = std::make_unique<BackgroundLoop>(*rt);
   Runtime* raw = rt.get();
   rt->thread = std::thread([raw] { raw->loop->run(); });

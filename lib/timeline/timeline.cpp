@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdio_ext.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -300,6 +301,15 @@ void Timeline::counters(std::string_view name, int64_t local, int64_t cross, int
   std::lock_guard<std::mutex> lock(mu_);
   if (!begin_call()) return;
   push(TraceKind::Counter, 0, intern(name), local, cross, global);
+}
+
+void Timeline::step_counter(int64_t step_ns, int64_t exposed_wait_ns) {
+  if (!enabled()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!begin_call()) return;
+  const int64_t wait_us = exposed_wait_ns / 1000;
+  push(TraceKind::StepCounter, 0, intern("step_time_us"), wait_us,
+       std::max<int64_t>(0, step_ns / 1000 - wait_us), 0);
 }
 
 void Timeline::write_batch(const TraceBatch& batch) {

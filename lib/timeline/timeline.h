@@ -85,6 +85,10 @@ class Timeline {
   void mark_cycle();
   // A counter sample (bytes moved within the node, across nodes, over all ranks).
   void counters(std::string_view name, int64_t local, int64_t cross, int64_t global);
+  // A training step that just ended (step accounting): a "step_time_us" counter sample
+  // at its end (events stay in time order), the exposed wait stacked under the rest of
+  // the step; the value shown over a step is therefore the previous step's.
+  void step_counter(int64_t step_ns, int64_t exposed_wait_ns);
 
  private:
   struct TensorState {

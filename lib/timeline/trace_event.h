@@ -18,6 +18,8 @@ enum class TraceKind : uint8_t {
   CycleStart,   // global instant: one negotiation round starts
   Counter,      // counter `label`: value[0..2] = local, cross, global
   Dropped,      // global instant: value[0] events were dropped (writer behind)
+  StepCounter,  // counter `label` at a step's end: value[0] = exposed wait, value[1] =
+                // the rest of the step (us), stacked to the step's wall time
 };
 
 struct TraceEvent {

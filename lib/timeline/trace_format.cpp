@@ -182,6 +182,17 @@ void TraceFormatter::append(const TraceBatch& batch, std::string* out) {
         append_int(out, e.value[2]);
         out->append("}}");
         break;
+      case TraceKind::StepCounter:
+        out->append(R"({"name":)");
+        append_json_string(out, text(e.label));
+        out->append(R"(,"ph":"C","ts":)");
+        append_ts(out, e.ts_ns);
+        out->append(R"(,"pid":0,"args":{"exposed_wait_us":)");
+        append_int(out, e.value[0]);
+        out->append(R"(,"rest_of_step_us":)");
+        append_int(out, e.value[1]);
+        out->append("}}");
+        break;
       case TraceKind::Dropped:
         out->append(R"({"name":"TIMELINE_EVENTS_DROPPED","ph":"i","s":"g","ts":)");
         append_ts(out, e.ts_ns);

@@ -43,6 +43,7 @@ CpuSet binding_cpus(CpuBind mode, const RankPlacement& placement) {
     case CpuBind::None: return {};
     case CpuBind::Numa: return placement.domain_cpus;
     case CpuBind::Core: return placement.core_cpus;
+    case CpuBind::Auto: return {};  // resolved to one of the others before binding (pin.cpp)
   }
   return {};
 }

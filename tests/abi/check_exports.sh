@@ -14,7 +14,7 @@ for required in hvd_init hvd_shutdown hvd_allreduce hvd_allreduce_async hvd_broa
     hvd_status_string hvd_init_comm hvd_init_comm_f hvd_allgather hvd_alltoall \
     hvd_reducescatter hvd_join hvd_barrier hvd_add_process_set horovod_init horovod_rank \
     horovod_size horovod_local_rank horovod_add_process_set horovod_reduce_op_average \
-    HOROVOD_PROCESS_SET_ERROR_INIT; do
+    HOROVOD_PROCESS_SET_ERROR_INIT hvd_get_step_stats hvd_get_step_top_tensors hvd_mark_step; do
   nm -D --defined-only "$lib" | awk '{sub(/@.*/, "", $NF); print $NF}' | grep -qx "$required" || {
     echo "missing export: $required"; exit 1; }
 done

@@ -89,6 +89,7 @@ void one_tensor_life(void**) {
   tl.activity_end("grad/w");
   tl.op_end("grad/w", "OK");
   tl.counters("traffic_bytes", 10, 20, 30);
+  tl.step_counter(5'000'000, 2'000'000);  // a 5 ms step with 2 ms of exposed wait
   tl.stop();
   assert_false(tl.enabled());
   assert_lines(check(path), {
@@ -108,6 +109,7 @@ void one_tensor_life(void**) {
       "E grad/w -",
       "E grad/w - {\"status\":\"OK\"}",
       "C libhvd traffic_bytes {\"cross\":20,\"global\":30,\"local\":10}",
+      "C libhvd step_time_us {\"exposed_wait_us\":2000,\"rest_of_step_us\":3000}",
   });
 }
 

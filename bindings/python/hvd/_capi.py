@@ -58,6 +58,34 @@ class Counters(Structure):
     ]
 
 
+class StepStats(Structure):
+    """hvd_step_stats_t."""
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("steps", c_int64),
+        ("warmup_steps", c_int64),
+        ("step_seconds", c_double),
+        ("exposed_wait_seconds", c_double),
+        ("negotiate_seconds", c_double),
+        ("copy_seconds", c_double),
+        ("transfer_seconds", c_double),
+        ("bytes_per_step", c_int64),
+        ("bus_bandwidth", c_double),
+        ("reference_bus_bandwidth", c_double),
+        ("enabled", c_int),
+        ("reserved_pad", c_int),
+        ("reserved", c_uint8 * 64),
+    ]
+
+
+class StepTensor(Structure):
+    """hvd_step_tensor_t."""
+    _fields_ = [
+        ("name", c_char * 128),
+        ("wait_seconds", c_double),
+    ]
+
+
 _p_i64 = POINTER(c_int64)
 _pp_i64 = POINTER(_p_i64)
 _p_int = POINTER(c_int)
@@ -141,6 +169,9 @@ _SIGNATURES = {
     "hvd_stop_timeline": (status_t, []),
     # counters, version, build
     "hvd_get_counters": (status_t, [POINTER(Counters)]),
+    "hvd_get_step_stats": (status_t, [POINTER(StepStats)]),
+    "hvd_get_step_top_tensors": (status_t, [POINTER(StepTensor), c_int, _p_int]),
+    "hvd_mark_step": (status_t, []),
     "hvd_version": (c_int, []),
     "hvd_version_string": (c_char_p, []),
     "hvd_mpi_built": (c_int, []),

@@ -6,7 +6,7 @@ import atexit
 import ctypes
 
 from . import _raw
-from ._capi import Counters, lib, HVD_DEVICE_CPU, HVD_GLOBAL_PROCESS_SET
+from ._capi import Counters, StepStats, StepTensor, lib, HVD_DEVICE_CPU, HVD_GLOBAL_PROCESS_SET
 from .errors import check, error_for
 
 # Reduction operations, numbered as Horovod numbers them.
@@ -343,6 +343,65 @@ def counters():
     check(lib.hvd_get_counters(ctypes.byref(c)), "hvd_get_counters")
     return {name: getattr(c, name) for name, _ in Counters._fields_
             if name not in ("struct_size", "reserved")}
+
+
+def mark_step():
+    """Marks the end of a training step on this rank (hvd_mark_step): from the first
+    call on, step accounting counts steps between marks instead of detecting them.
+    DistributedOptimizer.step() calls it; call it once per step in other loops."""
+    check(lib.hvd_mark_step(), "hvd_mark_step")
+
+
+def step_stats(top=8):
+    """This rank's step accounting (hvd_get_step_stats) as a dict with the keys of
+    the HVD_SUMMARY_FILE JSON: seconds are means per measured step, bandwidths bytes/s.
+    The job-wide keys (ranks, *_max_rank, per_rank) describe this rank alone.
+    reference_bus_bandwidth is measured at shutdown, when a summary is asked for: it
+    is 0 before, and stays readable after hvd.shutdown()."""
+    s = StepStats()
+    s.struct_size = ctypes.sizeof(StepStats)
+    check(lib.hvd_get_step_stats(ctypes.byref(s)), "hvd_get_step_stats")
+    entries = (StepTensor * max(1, int(top)))()
+    count = ctypes.c_int(0)
+    check(lib.hvd_get_step_top_tensors(entries, int(top), ctypes.byref(count)),
+          "hvd_get_step_top_tensors")
+    share = s.exposed_wait_seconds / s.step_seconds if s.step_seconds > 0 else 0.0
+    my_rank = lib.hvd_rank()
+    mine = {
+        "rank": my_rank,
+        "steps": s.steps,
+        "step_seconds": s.step_seconds,
+        "exposed_wait_seconds": s.exposed_wait_seconds,
+        "exposed_share": share,
+        "negotiate_seconds": s.negotiate_seconds,
+        "copy_seconds": s.copy_seconds,
+        "transfer_seconds": s.transfer_seconds,
+        "bytes_per_step": s.bytes_per_step,
+        "bus_bandwidth": s.bus_bandwidth,
+        "reference_bus_bandwidth": s.reference_bus_bandwidth,
+    }
+    return {
+        "ranks": 1,
+        "steps": s.steps,
+        "warmup_steps": s.warmup_steps,
+        "enabled": bool(s.enabled),
+        "step_seconds": s.step_seconds,
+        "step_seconds_max_rank": s.step_seconds,
+        "exposed_wait_seconds": s.exposed_wait_seconds,
+        "exposed_share": share,
+        "exposed_share_max_rank": share,
+        "exposed_share_worst_rank": my_rank,
+        "negotiate_seconds": s.negotiate_seconds,
+        "copy_seconds": s.copy_seconds,
+        "transfer_seconds": s.transfer_seconds,
+        "bytes_per_step": s.bytes_per_step,
+        "bus_bandwidth": s.bus_bandwidth,
+        "reference_bus_bandwidth": s.reference_bus_bandwidth,
+        "top_tensors": [{"name": entries[i].name.decode(errors="replace"),
+                         "wait_seconds": entries[i].wait_seconds}
+                        for i in range(count.value)],
+        "per_rank": [mine],
+    }
 
 
 def reducescatter_rows(dim0, set_rank, set_size):

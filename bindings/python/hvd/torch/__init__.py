@@ -13,8 +13,8 @@ without waiting: the operation's buffers stay alive until it completes.
 from ..basics import (Adasum, Average, Max, Min, Product, ProcessSet, Sum, add_process_set,
                       barrier, cross_rank, cross_size, cuda_built, global_process_set,
                       gpu_device, init, is_homogeneous, is_initialized, local_rank, local_size,
-                      mpi_built, mpi_enabled, nccl_built, rank, remove_process_set, shutdown,
-                      size, start_timeline, stop_timeline)
+                      mark_step, mpi_built, mpi_enabled, nccl_built, rank, remove_process_set,
+                      shutdown, size, start_timeline, step_stats, stop_timeline)
 from ..errors import HvdError
 from .compression import Compression
 from .functions import (allgather_object, broadcast_object, broadcast_optimizer_state,

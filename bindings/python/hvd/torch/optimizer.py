@@ -14,7 +14,8 @@ import torch
 
 from ..basics import Adasum, Average
 from .compression import Compression
-from ..basics import process_set_included, size
+from ..basics import mark_step, process_set_included, size
+from ..errors import NotInitializedError
 from .mpi_ops import (allreduce_async_, grouped_allreduce_async_, sparse_allreduce_async,
                       synchronize)
 
@@ -230,7 +231,14 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             else:
                 self.synchronize()
         self._synchronized = False
-        return super(self.__class__, self).step(closure)
+        result = super(self.__class__, self).step(closure)
+        # One optimizer step is one training step: step accounting counts exactly
+        # these from now on instead of detecting steps by tensor names.
+        try:
+            mark_step()
+        except NotInitializedError:
+            pass  # accounting only: a step after hvd.shutdown() is the optimizer's affair
+        return result
 
     def zero_grad(self, *args, **kwargs):
         if self._handles:

@@ -1,0 +1,113 @@
+#include "core/step_stats.h"
+
+#include <algorithm>
+
+namespace hvd {
+
+StepStats& step_stats() {
+  static StepStats stats;
+  return stats;
+}
+
+void StepStats::start(bool enabled, int64_t warmup) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  enabled_.store(enabled);
+  ever_started_.store(true);
+  measuring_.store(enabled && warmup <= 0);
+  wait_ns_.store(0);
+  negotiate_ns_.store(0);
+  copy_ns_.store(0);
+  transfer_ns_.store(0);
+  bytes_.store(0);
+  bus_bytes_.store(0);
+  reference_bw_.store(0);
+  warmup_ = warmup;
+  marked_ = false;
+  have_start_ = false;
+  start_t_ = 0;
+  at_start_ = Counters{};
+  recorded_ = 0;
+  totals_ = StepTotals{};
+  waits_by_name_.clear();
+}
+
+void StepStats::add_wait(const std::string& name, int64_t ns) {
+  wait_ns_.fetch_add(ns, std::memory_order_relaxed);
+  if (!measuring_.load(std::memory_order_relaxed) || name.empty()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = waits_by_name_.find(name);
+  if (it != waits_by_name_.end())
+    it->second += ns;
+  else if (waits_by_name_.size() < kMaxNames)
+    waits_by_name_.emplace(name, ns);
+}
+
+StepStats::Counters StepStats::read_counters() const {
+  Counters c;
+  c.wait_ns = wait_ns_.load(std::memory_order_relaxed);
+  c.negotiate_ns = negotiate_ns_.load(std::memory_order_relaxed);
+  c.copy_ns = copy_ns_.load(std::memory_order_relaxed);
+  c.transfer_ns = transfer_ns_.load(std::memory_order_relaxed);
+  c.bytes = bytes_.load(std::memory_order_relaxed);
+  c.bus_bytes = bus_bytes_.load(std::memory_order_relaxed);
+  return c;
+}
+
+bool StepStats::boundary(double t, bool mark, double* step_s, double* wait_s) {
+  if (!enabled()) return false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (mark) {
+    if (!marked_) have_start_ = false;  // detection's step in progress is not a marked one
+    marked_ = true;
+  } else if (marked_) {
+    return false;
+  }
+  const Counters now = read_counters();
+  bool measured = false;
+  if (have_start_ && t >= start_t_) {
+    ++recorded_;
+    if (recorded_ > warmup_) {
+      constexpr double ns = 1e-9;
+      totals_.steps += 1;
+      totals_.step_s += t - start_t_;
+      totals_.wait_s += static_cast<double>(now.wait_ns - at_start_.wait_ns) * ns;
+      totals_.negotiate_s += static_cast<double>(now.negotiate_ns - at_start_.negotiate_ns) * ns;
+      totals_.copy_s += static_cast<double>(now.copy_ns - at_start_.copy_ns) * ns;
+      totals_.transfer_s += static_cast<double>(now.transfer_ns - at_start_.transfer_ns) * ns;
+      totals_.bytes += now.bytes - at_start_.bytes;
+      totals_.bus_bytes += static_cast<double>(now.bus_bytes - at_start_.bus_bytes);
+      if (step_s) *step_s = t - start_t_;
+      if (wait_s) *wait_s = static_cast<double>(now.wait_ns - at_start_.wait_ns) * ns;
+      measured = true;
+    }
+    if (recorded_ >= warmup_) measuring_.store(true, std::memory_order_relaxed);
+  }
+  have_start_ = true;
+  start_t_ = t;
+  at_start_ = now;
+  return measured;
+}
+
+StepTotals StepStats::totals() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return totals_;
+}
+
+std::vector<TensorWait> StepStats::top_tensors(size_t n) const {
+  std::vector<TensorWait> all;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    all.reserve(waits_by_name_.size());
+    for (const auto& [name, ns] : waits_by_name_)
+      all.push_back(TensorWait{name, static_cast<double>(ns) * 1e-9});
+  }
+  const size_t keep = std::min(n, all.size());
+  std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(keep), all.end(),
+                    [](const TensorWait& a, const TensorWait& b) {
+                      return a.wait_s != b.wait_s ? a.wait_s > b.wait_s : a.name < b.name;
+                    });
+  all.resize(keep);
+  return all;
+}
+
+}  // namespace hvd
