@@ -219,7 +219,7 @@ scaling-no-summary)
   "$hvdrun" --scaling 1,2 true >"$work/out" 2>"$work/err"
   status=$?
   [ "$status" = 1 ] || die "status $status, expected 1: $(cat "$work/err")"
-  grep -qF "the run on 1 rank wrote no step summary: true must use libhvd" "$work/err" ||
+  grep -qF "the run on 1 rank wrote no step summary: 'true' must use libhvd" "$work/err" ||
     die "$(cat "$work/err")"
   ;;
 scaling-train-linear)

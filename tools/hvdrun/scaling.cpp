@@ -205,8 +205,10 @@ int run_scaling(const LaunchOptions& options, const PlanContext& context) {
       return status;
     }
     if (options.dry_run) continue;
+    std::string program = shell_join(options.command);
+    if (program.size() > 60) program = program.substr(0, 57) + "...";
     auto summary = read_summary(dir.path() + "/summary-" + std::to_string(n) + ".json", n,
-                                options.command.front());
+                                "'" + program + "'");
     if (!summary) {
       std::cerr << "hvdrun: --scaling: " << summary.error() << "\n";
       return kReportFailed;
