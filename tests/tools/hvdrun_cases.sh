@@ -1,6 +1,8 @@
 #!/bin/sh
 # End-to-end checks of the hvdrun binary, one case per run:
-#   hvdrun_cases.sh CASE HVDRUN FAKE_DIR [PROBE]
+#   hvdrun_cases.sh CASE HVDRUN FAKE_DIR [PROGRAM]
+# PROGRAM is the libhvd job a case runs: hvdrun_probe, or train_linear for
+# scaling-train-linear.
 # Cases that need MPI start real jobs through the MPI libhvd was built for; the others use the
 # fake launchers in FAKE_DIR (HVDRUN_MPIEXEC) and never start a rank.
 set -u
@@ -163,6 +165,101 @@ output-files)
     [ "$(cat "$err")" = "err $r" ] || die "$err: $(cat "$err")"
   done
   ! grep -q "out 0" "$work/terminal" || die "output also went to the terminal"
+  ;;
+scaling-usage-errors)
+  # Bad --scaling options are refused before anything runs, with status 2.
+  export HVDRUN_MPIEXEC="$fakes/fake_mpich"
+  expect_error "--scaling runs each size it lists; leave out -np" -- "$hvdrun" --scaling 1,2 -np 2 prog
+  expect_error "--scaling 1,,2: give the numbers of ranks separated by commas" -- "$hvdrun" --scaling 1,,2 prog
+  expect_error "--scaling 0,1: a size must be at least 1 rank" -- "$hvdrun" --scaling 0,1 prog
+  expect_error "'-1' is not a number of ranks" -- "$hvdrun" --scaling 1,-1 prog
+  expect_error "'x' is not a number of ranks" -- "$hvdrun" --scaling x prog
+  expect_error "--price-per-hour needs --hours" -- "$hvdrun" --scaling 1,2 --price-per-hour 2 prog
+  expect_error "--time-value needs --price-per-hour" -- "$hvdrun" --scaling 1,2 --time-value 2 prog
+  expect_error "--hours 0: must be more than 0" -- "$hvdrun" --scaling 1 --price-per-hour 1 --hours 0 prog
+  expect_error "--plot needs --scaling" -- "$hvdrun" -np 2 --plot p.png prog
+  expect_error "--samples-per-step" -- "$hvdrun" --scaling 1 --samples-per-step lots prog
+  # More ranks than the hosts have: stopped before the first run.
+  expect_error "--scaling: 4 ranks need 4 slots; -H a:1,b:2 has 3" -- "$hvdrun" --scaling 1,4 -H a:1,b:2 prog
+  ! grep -q "launcher arguments" "$work/stdout" || die "a run was started"
+  ;;
+scaling-dry-run)
+  # One launch per size: the first N slots of the hosts (or N on this machine), and
+  # each run's own summary file in a temporary folder that is removed afterwards.
+  export HVDRUN_MPIEXEC="$fakes/fake_mpich"
+  "$hvdrun" --dry-run --scaling 2,1,3 --steps 5 -H a:1,b:2,c:4 prog --arg >"$work/out" 2>"$work/err" ||
+    die "status $?: $(cat "$work/err")"
+  dir=$(sed -n 's|.*HVD_SUMMARY_FILE \(.*\)/summary-1.json.*|\1|p' "$work/out")
+  [ -n "$dir" ] || die "no summary file: $(cat "$work/out")"
+  sed "s|$dir|DIR|" "$work/out" >"$work/got"
+  printf '%s\n' \
+    "$fakes/fake_mpich -n 1 -hosts a:1 -genv HVD_SUMMARY_FILE DIR/summary-1.json -genv HVD_STEP_STATS_STEPS 5 prog --arg" \
+    "$fakes/fake_mpich -n 2 -hosts a:1,b:1 -genv HVD_SUMMARY_FILE DIR/summary-2.json -genv HVD_STEP_STATS_STEPS 5 prog --arg" \
+    "$fakes/fake_mpich -n 3 -hosts a:1,b:2 -genv HVD_SUMMARY_FILE DIR/summary-3.json -genv HVD_STEP_STATS_STEPS 5 prog --arg" \
+    >"$work/want"
+  cmp -s "$work/got" "$work/want" || die "got:
+$(cat "$work/got")
+expected:
+$(cat "$work/want")"
+  [ ! -e "$dir" ] || die "$dir was not removed"
+  "$hvdrun" --dry-run --scaling 1,2 prog >"$work/out" 2>"$work/err" || die "status $?: $(cat "$work/err")"
+  grep -q -- "-n 2 -hosts localhost:2 -genv HVD_SUMMARY_FILE .*/summary-2.json prog$" "$work/out" ||
+    die "without hosts: $(cat "$work/out")"
+  ;;
+scaling-failed-run)
+  # A failing run stops the sweep with its status, naming the size.
+  "$hvdrun" --scaling 1,2 "$probe" --exit-rank 0 3 >"$work/out" 2>"$work/err"
+  status=$?
+  [ "$status" = 3 ] || die "status $status, expected 3: $(cat "$work/err")"
+  grep -qF "the run on 1 rank failed with exit status 3; stopping" "$work/err" || die "$(cat "$work/err")"
+  ! grep -qF "run 2 of 2" "$work/err" || die "the sweep went on: $(cat "$work/err")"
+  ;;
+scaling-no-summary)
+  # A program that does not use libhvd writes no summary: said plainly, status 1.
+  "$hvdrun" --scaling 1,2 true >"$work/out" 2>"$work/err"
+  status=$?
+  [ "$status" = 1 ] || die "status $status, expected 1: $(cat "$work/err")"
+  grep -qF "the run on 1 rank wrote no step summary: 'true' must use libhvd" "$work/err" ||
+    die "$(cat "$work/err")"
+  ;;
+scaling-train-linear)
+  # The whole sweep over a real libhvd job: table, JSON and plot. (Needs libhvd's step
+  # summary, HVD_SUMMARY_FILE.)
+  "$hvdrun" --scaling 1,2 --samples-per-step 16 --price-per-hour 2 --hours 10 \
+    --json "$work/s.json" --plot "$work/s.png" "$probe" >"$work/out" 2>"$work/err"  # train_linear
+  status=$?
+  python=${HVDRUN_PYTHON:-python3}
+  has_matplotlib=yes
+  "$python" -c "import matplotlib" 2>/dev/null || has_matplotlib=no
+  if [ "$status" != 0 ]; then
+    [ "$status" = 1 ] && [ $has_matplotlib = no ] && grep -qF "cannot import matplotlib" "$work/err" ||
+      die "status $status: $(cat "$work/err")"
+  fi
+  grep -q "^ranks  step time  samples/s  efficiency  exposed comm  time (h)  *cost$" "$work/out" ||
+    die "no table header: $(cat "$work/out")"
+  grep -qE "^ +1 +[0-9.]+ [mu]?s +[0-9.]+ +100\.0% +[0-9.]+% +10\.00 +20\.00$" "$work/out" ||
+    die "no row for 1 rank: $(cat "$work/out")"
+  grep -qE "^ +2 +[0-9.]+ [mu]?s +[0-9.]+ +[0-9.]+% +[0-9.]+% +[0-9.]+ +[0-9.]+$" "$work/out" ||
+    die "no row for 2 ranks: $(cat "$work/out")"
+  "$python" - "$work/s.json" <<'PY' || die "JSON: $(cat "$work/s.json")"
+import json, sys
+report = json.load(open(sys.argv[1]))
+runs = report["runs"]
+assert [r["ranks"] for r in runs] == [1, 2], runs
+assert runs[0]["efficiency"] == 1 and runs[0]["hours"] == 10 and runs[0]["cost"] == 20, runs[0]
+for r in runs:
+    assert r["summary"]["ranks"] == r["ranks"] and r["summary"]["steps"] > 0, r
+    assert abs(r["efficiency"] - runs[0]["step_seconds"] / r["step_seconds"]) < 1e-6, r
+    assert abs(r["throughput"] - 16 * r["ranks"] / r["step_seconds"]) < 1e-6 * r["throughput"], r
+PY
+  if [ $has_matplotlib = yes ]; then
+    [ -s "$work/s.png" ] || die "no plot"
+    [ "$(head -c 4 "$work/s.png" | od -An -c | tr -d ' ')" = "211PNG" ] || die "not a PNG"
+  else
+    echo "matplotlib is not importable by $python: the plot was not checked"
+  fi
+  [ -z "$(find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'hvdrun-scaling.*' -newer "$work" 2>/dev/null)" ] ||
+    die "a summary folder was left behind"
   ;;
 *)
   die "unknown case"

@@ -137,12 +137,74 @@ void usage_errors(void**) {
   assert_contains(parse_error({"-np"}), "num-proc");
 }
 
+void scaling_options(void**) {
+  auto o = parse_ok({"--scaling", "4,1,2", "--steps", "20", "--samples-per-step", "32",
+                     "--price-per-hour", "2.5", "--hours", "24", "--time-value", "10",
+                     "--json", "s.json", "--plot", "s.png", "-H", "a:2,b:2", "prog", "--steps"});
+  assert_true(o.scaling.has_value());
+  assert_int_equal(o.scaling->sizes.size(), 3);  // ascending
+  assert_int_equal(o.scaling->sizes[0], 1);
+  assert_int_equal(o.scaling->sizes[2], 4);
+  assert_int_equal(*o.scaling->steps, 20);
+  assert_true(*o.scaling->samples_per_step == 32);
+  assert_true(*o.scaling->price_per_hour == 2.5);
+  assert_true(*o.scaling->hours == 24);
+  assert_true(*o.scaling->time_value == 10);
+  assert_string_equal(o.scaling->json_file->c_str(), "s.json");
+  assert_string_equal(o.scaling->plot_file->c_str(), "s.png");
+  assert_false(o.num_proc.has_value());
+  assert_words(o.command, "prog", "--steps");
+  // No hosts and no -np: every size on this machine.
+  o = parse_ok({"--scaling=2", "prog"});
+  assert_int_equal(o.scaling->sizes.size(), 1);
+  assert_false(o.scaling->price_per_hour.has_value());
+  assert_false(parse_ok({"-np", "2", "prog"}).scaling.has_value());
+}
+
+void scaling_errors(void**) {
+  assert_contains(parse_error({"--scaling", "", "prog"}), "--scaling");
+  for (const char* bad : {",", "1,", ",2", "1,,2"})
+    assert_contains(parse_error({"--scaling", bad, "prog"}),
+                    "give the numbers of ranks separated by commas");
+  assert_contains(parse_error({"--scaling", "0,2", "prog"}), "at least 1 rank");
+  assert_contains(parse_error({"--scaling", "1,-2", "prog"}), "'-2' is not a number of ranks");
+  assert_contains(parse_error({"--scaling", "1,two", "prog"}), "'two' is not a number of ranks");
+  assert_contains(parse_error({"--scaling", "1.5", "prog"}), "'1.5' is not a number of ranks");
+  assert_contains(parse_error({"--scaling", "99999999999999999999", "prog"}),
+                  "is not a number of ranks");
+  assert_contains(parse_error({"--scaling", "2,1,2", "prog"}), "2 is given twice");
+  assert_contains(parse_error({"--scaling", "1,2", "-np", "2", "prog"}),
+                  "--scaling runs each size");
+  assert_contains(parse_error({"--scaling", "1,2", "--price-per-hour", "3", "prog"}),
+                  "--price-per-hour needs --hours");
+  assert_contains(parse_error({"--scaling", "1,2", "--hours", "3", "prog"}),
+                  "--hours needs --price-per-hour");
+  assert_contains(parse_error({"--scaling", "1,2", "--time-value", "3", "prog"}),
+                  "--time-value needs --price-per-hour");
+  assert_contains(parse_error({"--steps", "3", "-np", "2", "prog"}), "--steps needs --scaling");
+  assert_contains(parse_error({"--json", "f", "-np", "2", "prog"}), "--json needs --scaling");
+  assert_contains(parse_error({"--scaling", "1,2", "--steps", "0", "prog"}),
+                  "--steps 0: measure at least 1 step");
+  assert_contains(parse_error({"--scaling", "1", "--price-per-hour", "-1", "--hours", "2", "prog"}),
+                  "--price-per-hour -1");
+  assert_contains(parse_error({"--scaling", "1", "--price-per-hour", "1", "--hours", "0", "prog"}),
+                  "--hours 0: must be more than 0");
+  assert_contains(parse_error({"--scaling", "1", "--samples-per-step", "nan", "prog"}),
+                  "--samples-per-step");
+  assert_contains(parse_error({"--scaling", "1", "--samples-per-step", "many", "prog"}),
+                  "--samples-per-step");
+  assert_contains(parse_error({"--scaling", "1", "--price-per-hour", "1", "--hours", "1",
+                               "--time-value", "-1", "prog"}),
+                  "--time-value -1: must be 0 or more");
+  assert_contains(parse_error({"--scaling", "1,2"}), "no command to run");
+}
+
 void help_is_a_manual(void**) {
   CliOutcome r = parse_command_line({"--help"});
   assert_int_equal(static_cast<int>(r.kind), static_cast<int>(CliOutcome::Kind::Help));
   for (const char* part : {"SYNOPSIS", "DESCRIPTION", "-np, --num-proc N", "-H, --hosts",
                            "--fusion-threshold-mb MB", "HOROVOD_FUSION_THRESHOLD", "-x VAR",
-                           "--mpi-args", "ENVIRONMENT", "HVDRUN_MPIEXEC", "EXIT STATUS",
+                           "--mpi-args", "--scaling N,N,...", "--price-per-hour P", "ENVIRONMENT", "HVDRUN_MPIEXEC", "EXIT STATUS",
                            "EXAMPLES"})
     assert_contains(r.text, part);
   assert_string_equal(help_text().c_str(), r.text.c_str());
@@ -160,6 +222,8 @@ int main(void) {
       cmocka_unit_test(env_forwarding),
       cmocka_unit_test(tuning_flags),
       cmocka_unit_test(usage_errors),
+      cmocka_unit_test(scaling_options),
+      cmocka_unit_test(scaling_errors),
       cmocka_unit_test(help_is_a_manual),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);

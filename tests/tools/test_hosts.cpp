@@ -108,6 +108,16 @@ void hostfile_reading(void**) {
   assert_contains(read_hostfile("/tmp").error(), "it is a directory");
 }
 
+void first_slots_in_order(void**) {
+  HostList hosts = *parse_host_list("a:2,b:4,c:1");
+  assert_string_equal(format_host_list(first_slots(hosts, 1)).c_str(), "a:1");
+  assert_string_equal(format_host_list(first_slots(hosts, 2)).c_str(), "a:2");
+  assert_string_equal(format_host_list(first_slots(hosts, 3)).c_str(), "a:2,b:1");
+  assert_string_equal(format_host_list(first_slots(hosts, 7)).c_str(), "a:2,b:4,c:1");
+  assert_string_equal(format_host_list(first_slots(hosts, 9)).c_str(), "a:2,b:4,c:1");
+  assert_true(first_slots(hosts, 0).empty());
+}
+
 }  // namespace
 
 int main(void) {
@@ -115,6 +125,7 @@ int main(void) {
       cmocka_unit_test(host_list_forms),   cmocka_unit_test(host_list_errors),
       cmocka_unit_test(host_name_rules),   cmocka_unit_test(hostfile_forms),
       cmocka_unit_test(hostfile_errors),   cmocka_unit_test(hostfile_reading),
+      cmocka_unit_test(first_slots_in_order),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

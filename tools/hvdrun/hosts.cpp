@@ -1,5 +1,6 @@
 #include "hosts.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -239,6 +240,16 @@ int64_t total_slots(const HostList& hosts) {
   int64_t total = 0;
   for (const auto& h : hosts) total += h.slots;
   return total;
+}
+
+HostList first_slots(const HostList& hosts, int64_t n) {
+  HostList out;
+  for (const auto& h : hosts) {
+    if (n <= 0) break;
+    out.push_back({h.host, std::min(h.slots, n)});
+    n -= out.back().slots;
+  }
+  return out;
 }
 
 std::string format_host_list(const HostList& hosts) {

@@ -45,6 +45,10 @@ Result<HostList> read_hostfile(const std::string& path);
 
 int64_t total_slots(const HostList& hosts);
 
+// The first n slots of hosts, in order: whole hosts, then part of the next one. All of
+// them when there are fewer.
+HostList first_slots(const HostList& hosts, int64_t n);
+
 // "h1:2,h2:4": the form both Hydra's -hosts and Open MPI's -H accept.
 std::string format_host_list(const HostList& hosts);
 

@@ -2,45 +2,17 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
 
 #include <hvd/hvd.h>
 
 #include "check_build.h"
 #include "cli.h"
-#include "command_builder.h"
-#include "host_check.h"
-#include "launch.h"
+#include "job.h"
 #include "mpi_detect.h"
 #include "plan.h"
 #include "rank_monitor.h"
-
-namespace {
-
-constexpr int kUsageError = 2;
-constexpr int kNoLauncher = 127;
-
-int usage_error(const std::string& message) {
-  std::cerr << "hvdrun: " << message << "\nRun 'hvdrun --help' for the options.\n";
-  return kUsageError;
-}
-
-// This program's own path, for the rank monitor on the launcher's command line (the
-// same path on every node, as the command's own).
-std::string own_path() {
-  std::error_code ec;
-  auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string() : path.string();
-}
-
-// Puts the rank monitor in front of the user's command (the last words of argv).
-void monitor_each_rank(hvdrun::LaunchCommand* command, size_t user_words, const std::string& self) {
-  auto at = command->argv.end() - static_cast<std::ptrdiff_t>(user_words);
-  command->argv.insert(at, {self, hvdrun::kRankMonitorFlag, "--"});
-}
-
-}  // namespace
+#include "scaling.h"
 
 extern char** environ;
 
@@ -94,51 +66,9 @@ int main(int argc, char** argv) {
     std::string_view entry(*e);
     context.environment_names.emplace_back(entry.substr(0, entry.find('=')));
   }
-  auto plan = make_plan(options, context);
-  if (!plan) return usage_error(plan.error());
-  for (const auto& w : plan->warnings) std::cerr << "hvdrun: warning: " << w << "\n";
-  auto command = build_command(*plan);
-  if (!command) return usage_error(command.error());
 
-  std::string rendered = render_command(*command);
-  if (options.dry_run) {
-    std::cout << rendered << "\n";
-    return 0;
-  }
-  if (options.verbose) std::cerr << "hvdrun: " << flavor_name(*flavor) << ": " << rendered << "\n";
-
-  if (plan->output_dir) {
-    // Hydra opens the per-rank files but does not create their directory.
-    std::error_code ec;
-    std::filesystem::create_directories(*plan->output_dir, ec);
-    if (ec)
-      return usage_error("--output-filename " + *plan->output_dir + ": cannot create it (" +
-                         ec.message() + ")");
-  }
-
-  Status resolvable = check_hosts_resolve(plan->hosts, plan->mpi_args);
-  if (!resolvable) return usage_error(resolvable.error());
-
-  // Each rank runs under the monitor, so that hvdrun learns which rank failed first
-  // (and ends a job whose other ranks would wait in MPI_Init for ever). Not with
-  // --output-filename: the markers would land in the files, not here.
-  LaunchCommand launched = *command;
-  const std::string self = own_path();
-  const bool watch_ranks = !plan->output_dir && !self.empty();
-  if (watch_ranks) monitor_each_rank(&launched, plan->command.size(), self);
-
-  std::cout.flush();
-  std::cerr.flush();
-  JobOutcome job = run_job(launched, watch_ranks);
-  if (!job.started) {
-    std::cerr << "hvdrun: " << job.error << "\n";
-    return kNoLauncher;
-  }
-  if (job.first_failure && !job.forwarded_signal) {
-    // The launcher's own summary may blame a rank it killed while cleaning up.
-    std::cerr << "hvdrun: the job failed: " << describe_rank_exit(*job.first_failure)
-              << " first; exiting with its status " << job.first_failure->shell_status() << "\n";
-    return job.first_failure->shell_status();
-  }
-  return job.exit_status;
+  if (options.scaling) return run_scaling(options, context);
+  auto job = prepare_job(options, context);
+  if (!job) return usage_error(job.error());
+  return run_prepared_job(*job, options);
 }

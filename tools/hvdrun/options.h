@@ -39,6 +39,18 @@ struct EnvForward {
   bool operator==(const EnvForward&) const = default;
 };
 
+// --scaling: the same command run at several sizes, with the figures to report.
+struct ScalingOptions {
+  std::vector<int64_t> sizes;                 // ascending, distinct, each >= 1
+  std::optional<int64_t> steps;               // --steps: HVD_STEP_STATS_STEPS
+  std::optional<double> samples_per_step;     // per rank
+  std::optional<double> price_per_hour;       // per rank-hour
+  std::optional<double> hours;                // the job's hours on the smallest size
+  std::optional<double> time_value;           // value of an hour of waiting
+  std::optional<std::string> json_file;
+  std::optional<std::string> plot_file;
+};
+
 struct LaunchOptions {
   std::optional<int64_t> num_proc;            // -np
   std::optional<std::string> hosts;           // -H text, parsed later
@@ -55,6 +67,7 @@ struct LaunchOptions {
   bool dry_run = false;
   bool check_build = false;
   bool version = false;
+  std::optional<ScalingOptions> scaling;      // --scaling SIZES and its options
   std::vector<std::string> command;           // the program and its arguments
 };
 
