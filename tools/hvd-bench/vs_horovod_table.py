@@ -4,8 +4,11 @@ Input: one JSON object per line, as vs_horovod_driver.py prints them, each with 
 "place" and "round" keys the script adds. Per place and case: the median over rounds
 of each library's per-run medians, libhvd's speed-up (Horovod time / libhvd time),
 the raw-MPI limit (the median of the limits measured in all runs of that case, in
-the processes of both libraries, before the library started) and each library as a
-fraction of it (limit time / library time; 1 is the limit).
+the processes of both libraries, before the library started), each library as a
+fraction of the limit measured in its own run (limit time / library time, median
+over runs; 1 is the limit), and the speed-up once more from those ratios (libhvd's
+over Horovod's), which cancels much of what the load does to one run and not to
+another.
 
   vs_horovod_table.py RESULTS.jsonl [--json OUT]   (--json: one summary line per row)
 """
@@ -15,8 +18,15 @@ import statistics
 import sys
 
 CASE_ORDER = ("resnet50", "bert_base", "many_small", "latency")
-CASE_LABEL = {"resnet50": "resnet50", "bert_base": "bert_base",
-              "many_small": "1000 x 4 KB", "latency": "lone 4 KB"}
+
+
+def case_label(row):
+    n, nbytes = row["tensors"], row["bytes"]
+    if row["case"] == "many_small":
+        return f"{n} x {nbytes / n / 1024:g} KB"
+    if row["case"] == "latency":
+        return f"lone {nbytes / 1024:g} KB"
+    return row["case"]
 
 
 def fmt_time(ms, case):
@@ -28,7 +38,9 @@ def fmt_time(ms, case):
 
 
 def fmt_ratio(r):
-    return "-" if r is None else (f"{r:.2f}" if r < 10 else f"{r:.1f}")
+    if r is None:
+        return "-"
+    return f"{r:.2g}" if r < 0.1 else (f"{r:.2f}" if r < 10 else f"{r:.1f}")
 
 
 def summarize(rows):
@@ -36,12 +48,14 @@ def summarize(rows):
     for r in rows:
         key = (r.get("place", "?"), r["case"])
         g = groups.setdefault(key, {"horovod": [], "libhvd": [], "limit": [], "wrong": 0,
-                                    "ranks": r["ranks"], "rounds": set(), "strategies": set()})
+                                    "horovod_vs": [], "libhvd_vs": [],
+                                    "ranks": r["ranks"], "tensors": r["tensors"],
+                                    "bytes": r["bytes"], "strategies": set()})
         g[r["library"]].append(r["median_ms"])
         g["wrong"] += r.get("wrong", 0)
-        g["rounds"].add(r.get("round"))
         if "limit_ms" in r:
             g["limit"].append(r["limit_ms"]["median"])
+            g[r["library"] + "_vs"].append(r["limit_ms"]["median"] / r["median_ms"])
             g["strategies"].add(r["limit_strategy"])
     out = []
     places = []
@@ -56,6 +70,7 @@ def summarize(rows):
             med = {k: (statistics.median(g[k]) if g[k] else None)
                    for k in ("horovod", "libhvd", "limit")}
             row = {"place": place, "case": case, "ranks": g["ranks"],
+                   "tensors": g["tensors"], "bytes": g["bytes"],
                    "horovod_ms": med["horovod"], "libhvd_ms": med["libhvd"],
                    "horovod_runs": len(g["horovod"]), "libhvd_runs": len(g["libhvd"]),
                    "wrong": g["wrong"]}
@@ -65,8 +80,11 @@ def summarize(rows):
                 row["limit_ms"] = med["limit"]
                 row["limit_strategies"] = sorted(g["strategies"])
                 for lib in ("horovod", "libhvd"):
-                    if med[lib]:
-                        row[f"{lib}_vs_limit"] = med["limit"] / med[lib]
+                    if g[lib + "_vs"]:
+                        row[f"{lib}_vs_limit"] = statistics.median(g[lib + "_vs"])
+                if g["horovod_vs"] and g["libhvd_vs"]:
+                    row["speedup_per_run_limits"] = (row["libhvd_vs_limit"]
+                                                     / row["horovod_vs_limit"])
             out.append(row)
     return out
 
@@ -76,23 +94,26 @@ def print_table(summary, file=sys.stdout):
     for row in summary:
         if row["place"] != place:
             place = row["place"]
-            print(f"\n{place}, {row['ranks']} ranks (medians over "
+            print(f"\n{place} (medians over "
                   f"{row['horovod_runs']} Horovod and {row['libhvd_runs']} libhvd runs)\n",
                   file=file)
             print("| case | Horovod | libhvd | libhvd speed-up | raw-MPI limit "
-                  "| Horovod vs limit | libhvd vs limit |", file=file)
-            print("|---|---|---|---|---|---|---|", file=file)
+                  "| Horovod vs limit | libhvd vs limit | speed-up from the ratios |",
+                  file=file)
+            print("|---|---|---|---|---|---|---|---|", file=file)
         case = row["case"]
         speedup = row.get("speedup")
         limit = fmt_time(row.get("limit_ms"), case)
         if row.get("limit_strategies"):
             limit += " (" + ", ".join(row["limit_strategies"]) + ")"
         wrong = f" ({row['wrong']} wrong)" if row["wrong"] else ""
-        print(f"| {CASE_LABEL.get(case, case)}{wrong} | {fmt_time(row['horovod_ms'], case)} "
+        print(f"| {case_label(row)}{wrong} | {fmt_time(row['horovod_ms'], case)} "
               f"| {fmt_time(row['libhvd_ms'], case)} "
               f"| {'-' if speedup is None else fmt_ratio(speedup) + ' x'} | {limit} "
               f"| {fmt_ratio(row.get('horovod_vs_limit'))} "
-              f"| {fmt_ratio(row.get('libhvd_vs_limit'))} |", file=file)
+              f"| {fmt_ratio(row.get('libhvd_vs_limit'))} "
+              f"| {fmt_ratio(row.get('speedup_per_run_limits'))}"
+              f"{'' if row.get('speedup_per_run_limits') is None else ' x'} |", file=file)
 
 
 def main(argv=None):
@@ -102,6 +123,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     with open(args.results) as f:
         rows = [json.loads(line) for line in f if line.strip().startswith("{")]
+    rows = [r for r in rows if r.get("kind") != "summary"]
     summary = summarize(rows)
     if not summary:
         print(f"{args.results}: no results", file=sys.stderr)
