@@ -147,6 +147,8 @@ one_run() {
     launch=("$MPIEXEC" -n 2)
   fi
   load=$(cut -d' ' -f1-3 /proc/loadavg)
+  # Horovod warns once per case that its response cache (1024 entries) evicted the
+  # previous case's names; each case's own names fit, so its steady state is cached.
   echo "--- $place, round $round, $library (load before: $load)" >&2
   (cd / && "${launch[@]}" "${env_args[@]}" "$python" "$driver" "${driver_args[@]}" \
       ${m4p_dir:+--mpi4py-path "$m4p_dir"}) > "$work/run.out" 2> "$work/run.err" || {
