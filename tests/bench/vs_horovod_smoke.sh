@@ -1,0 +1,78 @@
+#!/bin/sh
+# tools/hvd-bench/vs_horovod.sh and its driver, cheaply, without real Horovod: both
+# take and refuse arguments as documented, and the driver runs one tiny step of two
+# cases over libhvd's horovod stand-in on 2 ranks, right, in the documented JSON, which
+# the table script then reads. Exits 77 when no interpreter here has torch and numpy.
+#   vs_horovod_smoke.sh MPIEXEC LIBHVD PYTHON...   (the first PYTHON with torch is used)
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+tools=$here/../../tools/hvd-bench
+root=$(cd "$here/../.." && pwd)
+mpiexec=$1 lib=$2
+shift 2
+python=
+for candidate in "$@"; do
+  if [ -x "$candidate" ] && "$candidate" -c 'import torch, numpy' >/dev/null 2>&1; then
+    python=$candidate
+    break
+  fi
+done
+[ -n "$python" ] || { echo "skipped: no interpreter with torch and numpy among: $*"; exit 77; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/vs_horovod_smoke.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# expect STATUS CMD...: CMD exits with STATUS.
+expect() {
+  want=$1; shift
+  status=0
+  "$@" > "$work/out" 2>&1 || status=$?
+  [ "$status" = "$want" ] || { cat "$work/out" >&2; fail "'$*' exited $status, expected $want"; }
+}
+
+driver=$tools/vs_horovod_driver.py
+expect 0 "$python" "$driver" --help
+expect 2 "$python" "$driver" --cases resnet50,nope
+expect 2 "$python" "$driver" --steps 0
+expect 2 "$python" "$driver" --many-small 10by4
+expect 0 "$python" "$driver" --dry-run
+[ "$(grep -c '"case"' "$work/out")" = 4 ] || fail "--dry-run: expected 4 cases, got: $(cat "$work/out")"
+grep -q '"case": "resnet50", "tensors": 161, "bytes": 102228128' "$work/out" ||
+  fail "--dry-run: the resnet50 workload is not hvd-bench's: $(cat "$work/out")"
+
+script=$tools/vs_horovod.sh
+expect 2 "$script" --help
+expect 2 "$script" --rounds two
+expect 2 "$script" --no-lab --no-shm
+expect 2 "$script" --bogus
+expect 0 "$script" --check-args --rounds 3 --steps 2 --cases latency --no-lab
+grep -q '"case": "latency"' "$work/out" && grep -q '^rounds: 3; places: shared memory$' "$work/out" ||
+  fail "--check-args: $(cat "$work/out")"
+
+# One tiny step over libhvd, 2 ranks.
+HVD_LIBRARY=$lib PYTHONPATH=$root/bindings/python HVD_HOROVOD_COMPAT=force \
+  OMP_NUM_THREADS=1 HOROVOD_LOG_LEVEL=warning \
+  "$mpiexec" -n 2 "$python" "$driver" --cases many_small,latency --many-small 10x64 \
+  --steps 1 --warmup 1 --latency-inner 2 > "$work/run" ||
+  fail "the driver over libhvd on 2 ranks failed"
+cat "$work/run"
+"$python" - "$work/run" "$work/tagged" <<'EOF' || fail "the driver's JSON"
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1]) if line.startswith("{")]
+assert [r["case"] for r in rows] == ["many_small", "latency"], rows
+for r in rows:
+    assert r["library"] == "libhvd" and r["ranks"] == 2 and r["wrong"] == 0, r
+    assert 0 < r["min_ms"] <= r["median_ms"] <= r["max_ms"], r
+    if "limit_ms" in r:
+        assert r["limit_ms"]["median"] > 0 and r["limit_strategy"], r
+assert rows[0]["tensors"] == 10 and rows[0]["bytes"] == 10 * 64 * 4, rows[0]
+with open(sys.argv[2], "w") as f:
+    for r in rows:
+        for lib in ("horovod", "libhvd"):  # the table needs both libraries' rows
+            f.write(json.dumps(dict(r, library=lib, place="smoke", round=1)) + "\n")
+EOF
+"$python" "$tools/vs_horovod_table.py" "$work/tagged" > "$work/table" || fail "the table script"
+cat "$work/table"
+grep -q '^| 10 x 0.25 KB | .* | 1.00 x |' "$work/table" && grep -q '^| lone 4 KB | .* | 1.00 x |' "$work/table" ||
+  fail "the table lacks a case or the speed-up column"
+echo "ok"

@@ -1,0 +1,140 @@
+"""The table of tools/hvd-bench/vs_horovod.sh, from the JSON lines its runs wrote.
+
+Input: one JSON object per line, as vs_horovod_driver.py prints them, each with the
+"place" and "round" keys the script adds. Per place and case: the median over rounds
+of each library's per-run medians, libhvd's speed-up (Horovod time / libhvd time),
+the raw-MPI limit (the median of the limits measured in all runs of that case, in
+the processes of both libraries, before the library started), each library as a
+fraction of the limit measured in its own run (limit time / library time, median
+over runs; 1 is the limit), and the speed-up once more from those ratios (libhvd's
+over Horovod's), which cancels much of what the load does to one run and not to
+another.
+
+  vs_horovod_table.py RESULTS.jsonl [--json OUT]   (--json: one summary line per row)
+"""
+import argparse
+import json
+import statistics
+import sys
+
+CASE_ORDER = ("resnet50", "bert_base", "many_small", "latency")
+
+
+def case_label(row):
+    n, nbytes = row["tensors"], row["bytes"]
+    if row["case"] == "many_small":
+        return f"{n} x {nbytes / n / 1024:g} KB"
+    if row["case"] == "latency":
+        return f"lone {nbytes / 1024:g} KB"
+    return row["case"]
+
+
+def fmt_time(ms, case):
+    if ms is None:
+        return "-"
+    if case == "latency":
+        return f"{ms * 1e3:.0f} us" if ms * 1e3 >= 10 else f"{ms * 1e3:.1f} us"
+    return f"{ms:.3g} ms" if ms < 100 else f"{ms:.0f} ms"
+
+
+def fmt_ratio(r):
+    if r is None:
+        return "-"
+    return f"{r:.2g}" if r < 0.1 else (f"{r:.2f}" if r < 10 else f"{r:.1f}")
+
+
+def summarize(rows):
+    groups = {}
+    for r in rows:
+        key = (r.get("place", "?"), r["case"])
+        g = groups.setdefault(key, {"horovod": [], "libhvd": [], "limit": [], "wrong": 0,
+                                    "horovod_vs": [], "libhvd_vs": [],
+                                    "ranks": r["ranks"], "tensors": r["tensors"],
+                                    "bytes": r["bytes"], "strategies": set()})
+        g[r["library"]].append(r["median_ms"])
+        g["wrong"] += r.get("wrong", 0)
+        if "limit_ms" in r:
+            g["limit"].append(r["limit_ms"]["median"])
+            g[r["library"] + "_vs"].append(r["limit_ms"]["median"] / r["median_ms"])
+            g["strategies"].add(r["limit_strategy"])
+    out = []
+    places = []
+    for place, _ in groups:
+        if place not in places:
+            places.append(place)
+    for place in places:
+        for case in CASE_ORDER + tuple(sorted({c for p, c in groups if c not in CASE_ORDER})):
+            g = groups.get((place, case))
+            if g is None:
+                continue
+            med = {k: (statistics.median(g[k]) if g[k] else None)
+                   for k in ("horovod", "libhvd", "limit")}
+            row = {"place": place, "case": case, "ranks": g["ranks"],
+                   "tensors": g["tensors"], "bytes": g["bytes"],
+                   "horovod_ms": med["horovod"], "libhvd_ms": med["libhvd"],
+                   "horovod_runs": len(g["horovod"]), "libhvd_runs": len(g["libhvd"]),
+                   "wrong": g["wrong"]}
+            if med["horovod"] and med["libhvd"]:
+                row["speedup"] = med["horovod"] / med["libhvd"]
+            if med["limit"]:
+                row["limit_ms"] = med["limit"]
+                row["limit_strategies"] = sorted(g["strategies"])
+                for lib in ("horovod", "libhvd"):
+                    if g[lib + "_vs"]:
+                        row[f"{lib}_vs_limit"] = statistics.median(g[lib + "_vs"])
+                if g["horovod_vs"] and g["libhvd_vs"]:
+                    row["speedup_per_run_limits"] = (row["libhvd_vs_limit"]
+                                                     / row["horovod_vs_limit"])
+            out.append(row)
+    return out
+
+
+def print_table(summary, file=sys.stdout):
+    place = None
+    for row in summary:
+        if row["place"] != place:
+            place = row["place"]
+            print(f"\n{place} (medians over "
+                  f"{row['horovod_runs']} Horovod and {row['libhvd_runs']} libhvd runs)\n",
+                  file=file)
+            print("| case | Horovod | libhvd | libhvd speed-up | raw-MPI limit "
+                  "| Horovod vs limit | libhvd vs limit | speed-up from the ratios |",
+                  file=file)
+            print("|---|---|---|---|---|---|---|---|", file=file)
+        case = row["case"]
+        speedup = row.get("speedup")
+        limit = fmt_time(row.get("limit_ms"), case)
+        if row.get("limit_strategies"):
+            limit += " (" + ", ".join(row["limit_strategies"]) + ")"
+        wrong = f" ({row['wrong']} wrong)" if row["wrong"] else ""
+        print(f"| {case_label(row)}{wrong} | {fmt_time(row['horovod_ms'], case)} "
+              f"| {fmt_time(row['libhvd_ms'], case)} "
+              f"| {'-' if speedup is None else fmt_ratio(speedup) + ' x'} | {limit} "
+              f"| {fmt_ratio(row.get('horovod_vs_limit'))} "
+              f"| {fmt_ratio(row.get('libhvd_vs_limit'))} "
+              f"| {fmt_ratio(row.get('speedup_per_run_limits'))}"
+              f"{'' if row.get('speedup_per_run_limits') is None else ' x'} |", file=file)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("results", help="JSON lines of the driver's runs")
+    p.add_argument("--json", metavar="OUT", help="also write one summary line per row")
+    args = p.parse_args(argv)
+    with open(args.results) as f:
+        rows = [json.loads(line) for line in f if line.strip().startswith("{")]
+    rows = [r for r in rows if r.get("kind") != "summary"]
+    summary = summarize(rows)
+    if not summary:
+        print(f"{args.results}: no results", file=sys.stderr)
+        return 1
+    print_table(summary)
+    if args.json:
+        with open(args.json, "a") as f:
+            for row in summary:
+                f.write(json.dumps(dict(row, kind="summary")) + "\n")
+    return 1 if any(r["wrong"] for r in summary) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
