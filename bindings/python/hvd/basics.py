@@ -367,18 +367,21 @@ def step_stats(top=8):
           "hvd_get_step_top_tensors")
     share = s.exposed_wait_seconds / s.step_seconds if s.step_seconds > 0 else 0.0
     my_rank = lib.hvd_rank()
-    mine = {
-        "rank": my_rank,
-        "steps": s.steps,
-        "step_seconds": s.step_seconds,
-        "exposed_wait_seconds": s.exposed_wait_seconds,
-        "exposed_share": share,
+    times = {
         "negotiate_seconds": s.negotiate_seconds,
         "copy_seconds": s.copy_seconds,
         "transfer_seconds": s.transfer_seconds,
         "bytes_per_step": s.bytes_per_step,
         "bus_bandwidth": s.bus_bandwidth,
         "reference_bus_bandwidth": s.reference_bus_bandwidth,
+    }
+    mine = {
+        "rank": my_rank,
+        "steps": s.steps,
+        "step_seconds": s.step_seconds,
+        "exposed_wait_seconds": s.exposed_wait_seconds,
+        "exposed_share": share,
+        **times,
     }
     return {
         "ranks": 1,
@@ -391,12 +394,7 @@ def step_stats(top=8):
         "exposed_share": share,
         "exposed_share_max_rank": share,
         "exposed_share_worst_rank": my_rank,
-        "negotiate_seconds": s.negotiate_seconds,
-        "copy_seconds": s.copy_seconds,
-        "transfer_seconds": s.transfer_seconds,
-        "bytes_per_step": s.bytes_per_step,
-        "bus_bandwidth": s.bus_bandwidth,
-        "reference_bus_bandwidth": s.reference_bus_bandwidth,
+        **times,
         "top_tensors": [{"name": entries[i].name.decode(errors="replace"),
                          "wait_seconds": entries[i].wait_seconds}
                         for i in range(count.value)],
