@@ -1,6 +1,7 @@
 #include "timeline/trace_format.h"
 
 #include <charconv>
+#include <initializer_list>
 #include <cstdio>
 
 namespace hvd {
@@ -81,6 +82,22 @@ void append_json_string(std::string* out, std::string_view s) {
     }
   }
   out->push_back('"');
+}
+
+// A counter track ("ph":"C"): one series per name, from e.value in order.
+static void append_counter(std::string* out, std::string_view label, const TraceEvent& e,
+                           std::initializer_list<const char*> series) {
+  out->append(R"({"name":)");
+  append_json_string(out, label);
+  out->append(R"(,"ph":"C","ts":)");
+  append_ts(out, e.ts_ns);
+  out->append(R"(,"pid":0,"args":{)");
+  size_t i = 0;
+  for (const char* name : series) {
+    out->append(i ? ",\"" : "\"").append(name).append("\":");
+    append_int(out, e.value[i++]);
+  }
+  out->append("}}");
 }
 
 std::string_view TraceFormatter::text(int32_t id) const {
@@ -170,28 +187,10 @@ void TraceFormatter::append(const TraceBatch& batch, std::string* out) {
         out->append(R"(,"pid":0,"tid":0})");
         break;
       case TraceKind::Counter:
-        out->append(R"({"name":)");
-        append_json_string(out, text(e.label));
-        out->append(R"(,"ph":"C","ts":)");
-        append_ts(out, e.ts_ns);
-        out->append(R"(,"pid":0,"args":{"local":)");
-        append_int(out, e.value[0]);
-        out->append(R"(,"cross":)");
-        append_int(out, e.value[1]);
-        out->append(R"(,"global":)");
-        append_int(out, e.value[2]);
-        out->append("}}");
+        append_counter(out, text(e.label), e, {"local", "cross", "global"});
         break;
       case TraceKind::StepCounter:
-        out->append(R"({"name":)");
-        append_json_string(out, text(e.label));
-        out->append(R"(,"ph":"C","ts":)");
-        append_ts(out, e.ts_ns);
-        out->append(R"(,"pid":0,"args":{"exposed_wait_us":)");
-        append_int(out, e.value[0]);
-        out->append(R"(,"rest_of_step_us":)");
-        append_int(out, e.value[1]);
-        out->append("}}");
+        append_counter(out, text(e.label), e, {"exposed_wait_us", "rest_of_step_us"});
         break;
       case TraceKind::Dropped:
         out->append(R"({"name":"TIMELINE_EVENTS_DROPPED","ph":"i","s":"g","ts":)");
