@@ -378,6 +378,12 @@ void BackgroundLoop::wait_for_round() {
   while (true) {
     if (poll_doorbell()) return;
     if (rt_.rank == 0) inspect_stalls();
+    // The coordinator's decisions (a stall's timeout, tuned parameters) travel with a
+    // round's messages; in an idle job no rank would start that round.
+    if (controller_.has_decisions()) {
+      ring_doorbells();
+      return;
+    }
     // A request waiting long on the response cache is announced by name (see
     // fill_bits); that needs a round, which nothing else would start.
     if (stall_probe_s_ > 0 && controller_.has_cached_wait_before(now_seconds() - stall_probe_s_)) {
@@ -435,8 +441,9 @@ void BackgroundLoop::inspect_stalls() {
     StallWarning w{s.first_seen, 0};
     auto it = stall_warned_.find(s.key);
     if (it != stall_warned_.end() && it->second.first_seen == s.first_seen) w = it->second;
-    // Once per tensor per interval: at the warning time, then every interval after.
-    if (w.last_warning == 0 || now - w.last_warning >= interval) {
+    // Once per tensor per interval: at the warning time, then every interval after,
+    // until its timeout is decided.
+    if (!w.timed_out && (w.last_warning == 0 || now - w.last_warning >= interval)) {
       HVD_LOG(Warning,
               "tensor '%s' (process set %d) has waited %.0f s for rank(s) %s: they have not "
               "submitted it (a rank stopped, skipped the tensor or named it differently)",
@@ -444,12 +451,13 @@ void BackgroundLoop::inspect_stalls() {
       w.last_warning = now;
     }
     double limit = rt_.params.stall_shutdown_time_s;
-    if (limit > 0 && now - s.first_seen >= limit) {
+    if (limit > 0 && now - s.first_seen >= limit && !w.timed_out) {
+      // Decided once: the entry leaves the table in the round that carries it.
       controller_.decide_timeout(
           s, "tensor '" + s.name + "' timed out after " + std::to_string(static_cast<int>(limit)) +
                  " s (HOROVOD_STALL_SHUTDOWN_TIME_SECONDS): ranks " + rank_list(s.missing_ranks) +
                  " never submitted it");
-      continue;
+      w.timed_out = true;
     }
     warned.emplace(s.key, w);
   }

@@ -99,6 +99,7 @@ class BackgroundLoop {
   struct StallWarning {
     double first_seen;    // of the stall warned about
     double last_warning;  // 0: not yet
+    bool timed_out = false;  // its timeout was decided (sent once, not warned again)
   };
   std::unordered_map<std::string, StallWarning> stall_warned_;  // rank 0
   double last_stall_check_ = 0;

@@ -148,8 +148,12 @@ RoundFlags Controller::apply_bits(const uint64_t* words) {
       any_invalid = true;
     }
   }
-  // An invalidated slot sends its requests back through announcements this round.
-  if (any_invalid) flags.any_announcements = true;
+  // An invalidated slot sends its requests back through announcements this round;
+  // they no longer wait on the cache, so the loop must not go idle on them.
+  if (any_invalid) {
+    flags.any_announcements = true;
+    flags.only_cached = false;
+  }
 
   for (size_t w = 0; w < words_; ++w) {
     for (uint64_t x = words[w] & occupied[w]; x; x &= x - 1) {

@@ -88,6 +88,8 @@ class Controller {
   };
   std::vector<Stalled> stalled(double older_than) const;
   void decide_timeout(const Stalled& stalled, const std::string& message);
+  // Coordinator: decisions (timeouts, tuning) wait for the next round's messages.
+  bool has_decisions() const { return !decisions_.empty(); }
 
   // "allreduce of 'a', 'b', broadcast of 'c'": this rank's pending requests, at most
   // max_names names (the operation watchdog's line for a stuck negotiation round).
