@@ -1,5 +1,6 @@
 #include "core/execute.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <string>
@@ -252,14 +253,36 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
   };
 
   // Hierarchical reductions take the operand whole (their cross-node step pays per
-  // call), and so does a traced batch, whose copies and reduction then show as one
-  // activity each, as in Horovod's timelines.
-  if (tracing_ || hierarchical_allreduce(set)) {
+  // call).
+  if (hierarchical_allreduce(set)) {
     buffer = fusion_buffer(static_cast<size_t>(batch.bytes)).data();
     activity_start("MEMCPY_IN_FUSION_BUFFER");
     fill(0, total);
     activity_end();
     HVD_RETURN_IF_ERROR(reduce(buffer, buffer, total, spec.dtype, op, set));
+    activity_start("MEMCPY_OUT_FUSION_BUFFER");
+    drain(0, total);
+    activity_end();
+    return Error::success();
+  }
+  // A traced batch shows its copies and its reduction as one activity each, as in
+  // Horovod's timelines, so it is filled whole; it still reduces in the same pieces
+  // as an untraced one: the timeline is often on for rank 0 alone, and every rank
+  // must make the same MPI calls on the set's communicator.
+  if (tracing_) {
+    buffer = fusion_buffer(static_cast<size_t>(batch.bytes)).data();
+    activity_start("MEMCPY_IN_FUSION_BUFFER");
+    fill(0, total);
+    activity_end();
+    const int64_t piece = host_->staging_count(total, spec.dtype);
+    activity_start("MPI_ALLREDUCE");
+    Error err;
+    for (int64_t offset = 0; offset < total && err.ok(); offset += piece) {
+      unsigned char* at = buffer + offset * esize;
+      err = host_->allreduce(at, at, std::min(piece, total - offset), spec.dtype, op, set);
+    }
+    activity_end();
+    HVD_RETURN_IF_ERROR(err);
     activity_start("MEMCPY_OUT_FUSION_BUFFER");
     drain(0, total);
     activity_end();
