@@ -83,7 +83,7 @@ bool Controller::has_cached_wait_before(double time) const {
 
 void Controller::fill_bits(uint64_t* words, bool shutdown_requested, double stale_before) const {
   std::fill(words, words + words_, 0);
-  std::fill(words + words_, words + 2 * words_, ~uint64_t{0});
+  std::fill(words + words_, words + 3 * words_, ~uint64_t{0});
   // Slots of sets this rank is not in are always "ready" here. Only slots outside the
   // global set need a look, and membership is looked up once per set, not once per
   // slot (the table takes a lock).
@@ -118,6 +118,7 @@ void Controller::fill_bits(uint64_t* words, bool shutdown_requested, double stal
       continue;
     }
     words[slot / 64] |= uint64_t{1} << (slot % 64);
+    words[2 * words_ + slot / 64] &= ~(uint64_t{1} << (slot % 64));
     if (kv.second.since < stale_before) words[words_ + slot / 64] &= ~(uint64_t{1} << (slot % 64));
   }
   for (int slot : invalid_slots_) words[words_ + slot / 64] &= ~(uint64_t{1} << (slot % 64));
@@ -126,12 +127,12 @@ void Controller::fill_bits(uint64_t* words, bool shutdown_requested, double stal
   if (pending_.empty()) flags |= kFlagNotBusy;
   if (!shutdown_requested) flags |= kFlagNoShutdown;
   if (only_cached) flags |= kFlagOnlyCached;
-  words[2 * words_] = flags;
+  words[3 * words_] = flags;
 }
 
 RoundFlags Controller::apply_bits(const uint64_t* words) {
   RoundFlags flags;
-  uint64_t f = words[2 * words_];
+  uint64_t f = words[3 * words_];
   flags.any_announcements = !(f & kFlagNoAnnouncements);
   flags.any_busy = !(f & kFlagNotBusy);
   flags.shutdown = !(f & kFlagNoShutdown);
@@ -155,8 +156,11 @@ RoundFlags Controller::apply_bits(const uint64_t* words) {
     flags.only_cached = false;
   }
 
+  // Ready: every rank is ready (or joined, or outside the set) and some rank has a
+  // request. Without the second condition the round in which the last ranks join
+  // would run every cached allreduce of the job on zeros alone.
   for (size_t w = 0; w < words_; ++w) {
-    for (uint64_t x = words[w] & occupied[w]; x; x &= x - 1) {
+    for (uint64_t x = words[w] & ~words[2 * words_ + w] & occupied[w]; x; x &= x - 1) {
       const int slot = static_cast<int>(w * 64) + lowest_bit(x);
       cache_.touch(slot);
       add_ready(cache_.at(slot));

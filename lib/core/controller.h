@@ -9,7 +9,10 @@
 //   [0, W)    slot s set: this rank is ready to run cached response s (or is not in
 //             its process set)
 //   [W, 2W)   slot s clear: this rank found its spec differs from cached slot s
-//   [2W]      flag bits, inverted so that AND computes "no rank has ...":
+//   [2W, 3W)  slot s clear: this rank has a request waiting on slot s (inverted, so
+//             that AND computes "no rank has one": joined ranks are ready for every
+//             cached allreduce, but only a request makes it worth running)
+//   [3W]      flag bits, inverted so that AND computes "no rank has ...":
 //             bit 0: announcements pending, bit 1: busy, bit 2: shutdown requested,
 //             bit 3 (not inverted): all pending work waits on cache slots
 #pragma once
@@ -47,7 +50,7 @@ class Controller {
   bool busy() const { return !pending_.empty(); }
   bool has_unannounced() const { return !unannounced_.empty(); }
 
-  size_t bit_words() const { return 2 * words_ + 1; }
+  size_t bit_words() const { return 3 * words_ + 1; }
   // stale_before: a local request that has waited on a cache slot since before this
   // time marks the slot invalid, so every rank drops it and announces the tensor by
   // name: the stall inspector then sees which ranks have not submitted it (the AND of

@@ -101,6 +101,26 @@ static void each_rank_joins_first_in_turn(void** state) {
   }
 }
 
+/* When the last rank joins, nobody has data: no cached allreduce may run, on zeros
+ * alone (it once ran every cached allreduce of the job in that round). */
+static void all_joined_runs_no_cached_allreduce(void** state) {
+  (void)state;
+  enum { kTensors = 8 };
+  char name[32];
+  for (int step = 0; step < 3; ++step) /* cached from the second step */
+    for (int t = 0; t < kTensors; ++t) {
+      float v = 1;
+      snprintf(name, sizeof name, "cached.%d", t);
+      assert_hvd_ok(hvd_allreduce(&v, &v, 1, HVD_FLOAT32, HVD_OP_SUM, name));
+    }
+  hvd_counters_t before = {.struct_size = sizeof before}, after = {.struct_size = sizeof after};
+  assert_hvd_ok(hvd_get_counters(&before));
+  int last = -1;
+  assert_hvd_ok(hvd_join(HVD_DEVICE_CPU, &last));
+  assert_hvd_ok(hvd_get_counters(&after));
+  assert_int_equal(after.collectives, before.collectives);
+}
+
 /* A barrier while other operations are pending on the same ranks. */
 static void barrier_with_operations_pending(void** state) {
   (void)state;
@@ -135,6 +155,7 @@ int main(void) {
       cmocka_unit_test(unnamed_ops_fail_while_joined_whatever_their_names),
       cmocka_unit_test(barrier_repeatedly),
       cmocka_unit_test(each_rank_joins_first_in_turn),
+      cmocka_unit_test(all_joined_runs_no_cached_allreduce),
       cmocka_unit_test(barrier_with_operations_pending),
   };
   return cmocka_run_group_tests_name("join", tests, tu_group_init, tu_group_shutdown);
