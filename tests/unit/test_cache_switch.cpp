@@ -130,7 +130,7 @@ void waiting_on_a_slot_goes_back_to_announcements(void**) {
   }
   assert_int_equal(sim.executed(0).size(), 1);
   assert_int_equal(sim.at(0).cache().size(), 1);
-  assert_int_equal(sim.at(0).bit_words(), 3);
+  assert_int_equal(sim.at(0).bit_words(), 4);  // three regions of one word, and the flags
 
   sim.submit(0, "w", 10);  // cached on rank 0; rank 1 has not submitted it yet
   assert_false(sim.at(0).has_unannounced());
@@ -153,7 +153,7 @@ void waiting_on_a_slot_goes_back_to_announcements(void**) {
   // Off, nothing is cached; on again, the cache starts empty and fills.
   assert_int_equal(sim.at(0).cache().size(), 0);
   assert_int_equal(sim.switch_cache(true), 0);
-  assert_int_equal(sim.at(1).bit_words(), 3);
+  assert_int_equal(sim.at(1).bit_words(), 4);
   for (int r = 0; r < 2; ++r) sim.submit(r, "w", 10);
   while (sim.round()) {
   }
