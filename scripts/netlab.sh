@@ -5,14 +5,18 @@
 #   eth0  the data network, between the nodes only (the bridge has no address, so
 #         nothing leaves it); MPI traffic goes here, optionally at a set rate;
 #   ctl0  the control network, to the launcher in the root namespace (the bridge's
-#         address, forwarding off); Hydra's proxies report here, so a node whose data
-#         link is down can still be told to end, as on a cluster whose launcher
-#         talks over its management network.
+#         address, forwarding off); Hydra's proxies and Open MPI's daemons report
+#         here, so a node whose data link is down can still be told to end, as on a
+#         cluster whose launcher talks over its management network.
 # Ranks of one node share memory (MPICH's shared memory); ranks of different nodes
 # talk TCP (UCX_TLS=tcp,self over eth0). The nodes still share the machine's IPC and
 # /dev/shm: UCX's shared-memory transports must stay out of UCX_TLS, or UCX carries
-# traffic between nodes through memory (measured: no byte on the links). Every rank
-# gets tools/netlab's finalize guard preloaded (see finalize_guard.c).
+# traffic between nodes through memory (measured: no byte on the links). MPICH's
+# ranks get tools/netlab's finalize guard preloaded (see finalize_guard.c).
+# Jobs launch with MPICH's Hydra (-launcher rsh) or Open MPI's mpirun (plm_rsh_agent;
+# ob1 with the tcp BTL over eth0 between nodes, vader within one), whichever the
+# launcher is: MPIEXEC (default mpiexec) for mpiexec and args, HVDRUN_MPIEXEC or the
+# MPI hvdrun was built with for hvdrun.
 #
 #   netlab.sh up DIR [-n NODES] [-r RATE]   make a lab whose state lives in DIR
 #   netlab.sh down DIR                      end its processes, remove all it made
@@ -137,35 +141,39 @@ NETLAB_DATA_NET=$NETLAB_DATA_NET
 NETLAB_CTL_NET=$NETLAB_CTL_NET
 NETLAB_NODES='$NETLAB_NODES'
 NETLAB_PRELOAD='$NETLAB_PRELOAD'
+NETLAB_GUARD='$NETLAB_GUARD'
 EOF
-  # Hydra's -launcher-exec: called as "rsh HOST WORDS...", runs WORDS through a shell
-  # on HOST, as rsh and ssh do.
+  # Hydra's -launcher-exec and Open MPI's plm_rsh_agent: called as "rsh HOST WORDS...",
+  # runs WORDS through a shell on HOST, as rsh and ssh do.
   cat > "$dir/rsh" <<EOF
 #!/bin/sh
 exec "$self" rsh "$dir" "\$@"
 EOF
   chmod +x "$dir/rsh"
-  {
-    printf '%s\n' -launcher rsh -launcher-exec "$dir/rsh" -localhost "$NETLAB_CTL_NET.1" \
-      -genv UCX_TLS tcp,self -genv UCX_NET_DEVICES eth0
-    [ -z "$NETLAB_PRELOAD" ] || printf '%s\n' -genv LD_PRELOAD "$NETLAB_PRELOAD"
-  } > "$dir/mpiexec.args"
 }
 
-# The finalize guard (tools/netlab/finalize_guard.c), preloaded into every rank:
-# NETLAB_FINALIZE_GUARD, else the one built in a build directory beside this script.
+# The finalize guard (tools/netlab/finalize_guard.c), preloaded into MPICH's ranks:
+# NETLAB_FINALIZE_GUARD, else one built against MPICH in a build directory beside
+# this script (the guard of an Open MPI build would load a second MPI).
 find_guard() {
-  guard=${NETLAB_FINALIZE_GUARD:-}
-  if [ -z "$guard" ]; then
+  NETLAB_GUARD=${NETLAB_FINALIZE_GUARD:-}
+  if [ -z "$NETLAB_GUARD" ]; then
     for f in "${self%/scripts/*}"/build*/tools/netlab/libnetlab_finalize_guard.so; do
-      [ -f "$f" ] && guard=$f && break
+      [ -f "$f" ] && ldd "$f" 2>/dev/null | grep -q libmpich && NETLAB_GUARD=$f && break
     done
   fi
-  [ -n "$guard" ] || echo "netlab: warning: no finalize guard (build tools/netlab or set NETLAB_FINALIZE_GUARD); jobs of more than 2 ranks may hang in MPI_Finalize" >&2
-  [ -z "$guard" ] || guard=$(readlink -f "$guard")
-  # After the caller's own (a sanitizer's runtime must come first).
+  [ -z "$NETLAB_GUARD" ] || NETLAB_GUARD=$(readlink -f "$NETLAB_GUARD")
   NETLAB_PRELOAD=${LD_PRELOAD:-}
-  [ -z "$guard" ] || NETLAB_PRELOAD=${NETLAB_PRELOAD:+$NETLAB_PRELOAD:}$guard
+}
+
+# preload FLAVOUR: LD_PRELOAD for the ranks, the caller's (a sanitizer's runtime must
+# come first) and for MPICH the guard. Open MPI (ob1 over TCP) needs none: measured,
+# 63 of 63 jobs of 4 ranks on two nodes ended without it.
+preload() {
+  guard=${NETLAB_GUARD:-}
+  if [ "$1" != mpich ]; then echo "$NETLAB_PRELOAD"; return; fi
+  [ -n "$guard" ] || echo "netlab: warning: no finalize guard (build tools/netlab against MPICH or set NETLAB_FINALIZE_GUARD); jobs of more than 2 ranks may hang in MPI_Finalize" >&2
+  echo "${NETLAB_PRELOAD:+$NETLAB_PRELOAD${guard:+:}}$guard"
 }
 
 cmd_up() {
@@ -262,7 +270,7 @@ cmd_down() {
   done
   ip link del "nl${NETLAB_ID}d" 2>/dev/null || true
   ip link del "nl${NETLAB_ID}c" 2>/dev/null || true
-  rm -f "$dir/lab.env" "$dir/rsh" "$dir/mpiexec.args"
+  rm -f "$dir/lab.env" "$dir/rsh"
   left=$(ip netns list | grep "^$NETLAB_PREFIX-" || true)
   [ -z "$left" ] || die "namespaces left after down: $left"
 }
@@ -365,19 +373,82 @@ hosts() {
   echo "${out%,}"
 }
 
+# flavour LAUNCHER: "openmpi" or "mpich" (Hydra: MPICH and Intel MPI), from what the
+# launcher says of itself.
+flavour() {
+  case $("$1" --version 2>&1 || true) in
+    *"Open MPI"*|*OpenRTE*) echo openmpi ;;
+    *) echo mpich ;;
+  esac
+}
+
+# launcher_args FLAVOUR: the launcher's arguments into this lab, less the hosts, the
+# ranks' environment and what hvdrun gives of itself, one a line.
+launcher_args() {
+  if [ "$1" = mpich ]; then
+    printf '%s\n' -launcher rsh -launcher-exec "$dir/rsh" -localhost "$NETLAB_CTL_NET.1"
+    return
+  fi
+  # The daemons report over the control network, whose address on this side is the
+  # bridge's (a subnet names both ends). ob1 with the tcp BTL, not UCX: the tcp BTL
+  # keeps to eth0 and vader joins only ranks of one node, by node name. Single copy
+  # off: containers often forbid cross-memory attach. The nodes share the machine's
+  # cores: waiting ranks yield. Hydra wraps more ranks than slots round the hosts;
+  # Open MPI does so only when told.
+  printf '%s\n' --mca plm_rsh_agent "$dir/rsh" --mca oob_tcp_if_include "$NETLAB_CTL_NET.0/24" \
+    --mca pml ob1 --mca btl tcp,self,vader --mca btl_tcp_if_include eth0 \
+    --mca btl_vader_single_copy_mechanism none --mca mpi_yield_when_idle 1 --oversubscribe
+}
+
+# mpiexec_args FLAVOUR: launcher_args and the ranks' environment, one a line. UCX is
+# told too, should a user's own arguments choose it for Open MPI.
+mpiexec_args() {
+  launcher_args "$1"
+  p=$(preload "$1")
+  if [ "$1" = mpich ]; then
+    printf '%s\n' -genv UCX_TLS tcp,self -genv UCX_NET_DEVICES eth0
+    [ -z "$p" ] || printf '%s\n' -genv LD_PRELOAD "$p"
+  else
+    # As hvdrun does: mpirun refuses root unless told (the lab runs as root), and
+    # would bind every node's ranks to the same first cores of the machine they share.
+    printf '%s\n' --allow-run-as-root --bind-to none -x UCX_TLS=tcp,self -x UCX_NET_DEVICES=eth0
+    [ -z "$p" ] || printf '%s\n' -x "LD_PRELOAD=$p"
+  fi
+}
+
+# The launcher of mpiexec and args, by its full path: mpirun so started starts the
+# nodes' daemons by theirs too (an implied --prefix), whatever their PATH.
+launcher() {
+  l=$(command -v "${MPIEXEC:-mpiexec}") || die "no launcher '${MPIEXEC:-mpiexec}' (set MPIEXEC)"
+  case $l in /*) ;; *) l=$PWD/$l ;; esac
+  echo "$l"
+}
+
 cmd_mpiexec() {
   [ $# -ge 2 ] || usage
   load "$1"; h=$(hosts "$2"); shift 2
-  set -- $(cat "$dir/mpiexec.args") -hosts "$h" "$@"
-  exec "${MPIEXEC:-mpiexec}" "$@"
+  l=$(launcher); f=$(flavour "$l")
+  if [ "$f" = mpich ]; then hosts_flag=-hosts; else hosts_flag=-H; fi
+  # One word a line, spaces and all.
+  IFS='
+'
+  set -- $(mpiexec_args "$f") "$hosts_flag" "$h" "$@"
+  exec "$l" "$@"
 }
 
 cmd_hvdrun() {
   [ $# -ge 2 ] || usage
   load "$1"; h=$(hosts "$2"); shift 2
-  exec "${HVDRUN:-hvdrun}" -H "$h" \
-    --mpi-args "-launcher rsh -launcher-exec $dir/rsh -localhost $NETLAB_CTL_NET.1" \
-    -x UCX_TLS=tcp,self -x UCX_NET_DEVICES=eth0 ${NETLAB_PRELOAD:+-x "LD_PRELOAD=$NETLAB_PRELOAD"} "$@"
+  hvdrun=${HVDRUN:-hvdrun}
+  # hvdrun's launcher: HVDRUN_MPIEXEC, else that of the MPI hvdrun was built with.
+  if [ -n "${HVDRUN_MPIEXEC:-}" ]; then
+    f=$(flavour "$HVDRUN_MPIEXEC")
+  else
+    case $("$hvdrun" --check-build 2>&1 || true) in *"Open MPI"*) f=openmpi ;; *) f=mpich ;; esac
+  fi
+  p=$(preload "$f")
+  exec "$hvdrun" -H "$h" --mpi-args "$(launcher_args "$f" | tr '\n' ' ')" \
+    -x UCX_TLS=tcp,self -x UCX_NET_DEVICES=eth0 ${p:+-x "LD_PRELOAD=$p"} "$@"
 }
 
 # on_node K CMD...: CMD in node K's network namespace and a UTS namespace named after it.
@@ -445,7 +516,7 @@ case $what in
   run) cmd_run "$@" ;;
   mpiexec) cmd_mpiexec "$@" ;;
   hvdrun) cmd_hvdrun "$@" ;;
-  args) [ $# -eq 1 ] || usage; load "$1"; cat "$dir/mpiexec.args" ;;
+  args) [ $# -eq 1 ] || usage; load "$1"; mpiexec_args "$(flavour "$(launcher)")" ;;
   hosts) [ $# -eq 2 ] || usage; load "$1"; hosts "$2" ;;
   nodes) [ $# -eq 1 ] || usage; load "$1"; echo "$NETLAB_NODES" | tr ' ' '\n' ;;
   rsh) cmd_rsh "$@" ;;

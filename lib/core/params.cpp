@@ -31,6 +31,10 @@ struct ParamDef {
 
 constexpr double kNoMax = 9.0e18;
 
+// A macro's value as a string literal (a default that is a macro, per MPI).
+#define HVD_STRINGIFY_(x) #x
+#define HVD_STRINGIFY(x) HVD_STRINGIFY_(x)
+
 std::string show_bool(bool b) { return b ? "1" : "0"; }
 std::string show_double(double d) {
   char buf[64];
@@ -146,8 +150,10 @@ const std::vector<ParamDef>& defs() {
                "Read the node topology from this hwloc XML file instead of the machine"),
       P_STRING("CUDA_VISIBLE_DEVICES", cuda_visible_devices,
                "Set by the user or the scheduler; GPU pinning picks among these devices"),
-      P_BYTES("HVD_ALLREDUCE_CHUNK_BYTES", allreduce_chunk_bytes, "1048576", 4096, kNoMax,
-              "Largest single MPI reduction; bigger buffers are reduced in chunks"),
+      P_BYTES("HVD_ALLREDUCE_CHUNK_BYTES", allreduce_chunk_bytes,
+              HVD_STRINGIFY(HVD_ALLREDUCE_CHUNK_BYTES_DEFAULT), 4096, kNoMax,
+              "Largest single MPI reduction; bigger buffers are reduced in chunks (the "
+              "default is per MPI: 1 MiB for MPICH, 16 MiB for Open MPI)"),
       P_BYTES("HVD_INPLACE_MIN_BYTES", inplace_min_bytes, "262144", 0, kNoMax,
               "Tensors at least this large are reduced in their own buffer, not copied"),
       P_BYTES("HVD_FUSION_PIECE_BYTES", fusion_piece_bytes, "524288", 4096, kNoMax,

@@ -10,6 +10,16 @@
 
 #include "core/log.h"
 
+// HVD_ALLREDUCE_CHUNK_BYTES's default, per MPI, measured on resnet50 with 2 ranks
+// (docs/performance.md, 2026-11-25): MPICH reduces as fast or faster in 1 MiB chunks;
+// Open MPI pays per call, and with 16 MiB chunks libhvd reached 0.81 x the limit
+// over shared memory against 0.42 x with 1 MiB, 0.71 x against 0.60 x on the lab.
+#ifdef HVD_MPI_OPENMPI
+#define HVD_ALLREDUCE_CHUNK_BYTES_DEFAULT 16777216
+#else
+#define HVD_ALLREDUCE_CHUNK_BYTES_DEFAULT 1048576
+#endif
+
 namespace hvd {
 
 // Auto: Core when nothing else placed the process (see pin.cpp), else None.
@@ -53,7 +63,7 @@ struct Params {
   CpuBind cpu_bind = CpuBind::Auto;
   std::string topology_xml;
   std::string cuda_visible_devices;  // read, not set: pinning maps ordinals through it
-  int64_t allreduce_chunk_bytes = 1ll << 20;
+  int64_t allreduce_chunk_bytes = HVD_ALLREDUCE_CHUNK_BYTES_DEFAULT;
   int64_t inplace_min_bytes = 256ll << 10;
   int64_t fusion_piece_bytes = 512ll << 10;
   int64_t spin_us = 50;

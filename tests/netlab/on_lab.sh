@@ -3,8 +3,8 @@
 #   on_lab.sh NETLAB SLOTS PROG ARGS...     through mpiexec
 #   HVDRUN=path on_lab.sh NETLAB SLOTS PROG ARGS...   through hvdrun
 # SLOTS gives ranks per node ("2,2", "3,1"). NETLAB_RATE sets the link rate, and
-# MPIEXEC_TIMEOUT (seconds, Hydra's own) ends a job that hangs, before the test
-# runner's timeout would kill the lab's teardown with it.
+# MPIEXEC_TIMEOUT (seconds, read by Hydra and by mpirun) ends a job that hangs, before
+# the test runner's timeout would kill the lab's teardown with it.
 set -eu
 netlab=$1 slots=$2
 shift 2
