@@ -25,7 +25,9 @@
 #                                           when CMD fails or a signal arrives;
 #                                           exits with CMD's status
 #   netlab.sh mpiexec DIR SLOTS ARGS...     mpiexec into the lab: SLOTS is ranks per
-#                                           node ("2" on every node, or "3,1")
+#                                           node ("2" on every node, or "3,1"); more
+#                                           ranks than slots go round robin over
+#                                           one-slot nodes, with either MPI
 #   netlab.sh hvdrun DIR SLOTS ARGS...      hvdrun (HVDRUN, default hvdrun) likewise
 #   netlab.sh args DIR                      print the launcher arguments, one a line
 #   netlab.sh hosts DIR SLOTS               print the hosts ("name:2,name:2")
@@ -426,13 +428,17 @@ launcher() {
 
 cmd_mpiexec() {
   [ $# -ge 2 ] || usage
-  load "$1"; h=$(hosts "$2"); shift 2
+  load "$1"; h=$(hosts "$2"); slots=$2; shift 2
   l=$(launcher); f=$(flavour "$l")
-  if [ "$f" = mpich ]; then hosts_flag=-hosts; else hosts_flag=-H; fi
+  # Hydra wraps ranks beyond the slots round robin; Open MPI, told to oversubscribe,
+  # would fill the first node: --map-by node places them as Hydra does on one-slot
+  # nodes (and changes nothing while the ranks fit, one a node).
+  if [ "$f" = mpich ]; then hosts_flag=-hosts map=; else hosts_flag=-H map=--map-by; fi
+  for s in $(echo "$slots" | tr ',' ' '); do [ "$s" = 1 ] || map=; done
   # One word a line, spaces and all.
   IFS='
 '
-  set -- $(mpiexec_args "$f") "$hosts_flag" "$h" "$@"
+  set -- $(mpiexec_args "$f") "$hosts_flag" "$h" ${map:+"$map"} ${map:+node} "$@"
   exec "$l" "$@"
 }
 
