@@ -231,10 +231,10 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
   const hvd_reduce_op_t op = transport_op(spec.reduce_op);
   unsigned char* buffer = nullptr;
 
-  // fill/drain move elements [offset, offset + n) of the fused operand in and out of
-  // the start of the buffer; a joined rank (no request) contributes zeros.
+  // copy_in/copy_out move elements [offset, offset + n) of the fused operand in and
+  // out of the start of the buffer; a joined rank (no request) contributes zeros.
   FusedCursor in(counts_), out(counts_);
-  auto fill = [&](int64_t offset, int64_t n) {
+  auto copy_in = [&](int64_t offset, int64_t n) {
     in.visit(offset, n, [&](size_t k, int64_t first, int64_t count, int64_t at) {
       unsigned char* dst = buffer + at * esize;
       if (locals[k])
@@ -244,7 +244,7 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
         std::memset(dst, 0, static_cast<size_t>(count) * esize);
     });
   };
-  auto drain = [&](int64_t offset, int64_t n) {
+  auto copy_out = [&](int64_t offset, int64_t n) {
     out.visit(offset, n, [&](size_t k, int64_t first, int64_t count, int64_t at) {
       if (locals[k])
         copy_averaged(static_cast<unsigned char*>(locals[k]->recv) + first * esize,
@@ -257,11 +257,11 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
   if (hierarchical_allreduce(set)) {
     buffer = fusion_buffer(static_cast<size_t>(batch.bytes)).data();
     activity_start("MEMCPY_IN_FUSION_BUFFER");
-    fill(0, total);
+    copy_in(0, total);
     activity_end();
     HVD_RETURN_IF_ERROR(reduce(buffer, buffer, total, spec.dtype, op, set));
     activity_start("MEMCPY_OUT_FUSION_BUFFER");
-    drain(0, total);
+    copy_out(0, total);
     activity_end();
     return Error::success();
   }
@@ -272,7 +272,7 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
   if (tracing_) {
     buffer = fusion_buffer(static_cast<size_t>(batch.bytes)).data();
     activity_start("MEMCPY_IN_FUSION_BUFFER");
-    fill(0, total);
+    copy_in(0, total);
     activity_end();
     const int64_t piece = host_->staging_count(total, spec.dtype);
     activity_start("MPI_ALLREDUCE");
@@ -284,15 +284,64 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
     activity_end();
     HVD_RETURN_IF_ERROR(err);
     activity_start("MEMCPY_OUT_FUSION_BUFFER");
-    drain(0, total);
+    copy_out(0, total);
     activity_end();
     return Error::success();
   }
   buffer = fusion_buffer(static_cast<size_t>(host_->staging_count(total, spec.dtype)) * esize).data();
-  if (!time_copies_) return host_->allreduce_staged(buffer, total, spec.dtype, op, set, fill, drain);
-  auto timed_fill = [&](int64_t offset, int64_t n) { timed_copy([&] { fill(offset, n); }); };
+
+  // A piece that lies whole in one run of in-place tensors back to back in memory (a
+  // framework's flat gradient buffer) is reduced where it is: no copy in or out, only
+  // the scaling, in place. Other ranks may copy the same piece; the MPI calls are the
+  // same either way.
+  mark_contiguous_runs(locals, esize);
+  unsigned char* located = nullptr;  // the piece being reduced in the caller's memory
+  auto fill = [&](int64_t offset, int64_t n) -> void* {
+    size_t first_k = SIZE_MAX, last_k = 0;
+    int64_t first_element = 0;
+    in.visit(offset, n, [&](size_t k, int64_t first, int64_t, int64_t) {
+      if (first_k == SIZE_MAX) {
+        first_k = k;
+        first_element = first;
+      }
+      last_k = k;
+    });
+    located = nullptr;
+    if (first_k != SIZE_MAX && run_of_[first_k] >= 0 && run_of_[first_k] == run_of_[last_k]) {
+      located = static_cast<unsigned char*>(locals[first_k]->recv) + first_element * esize;
+      if (spec.prescale != 1.0) copy_scaled(located, located, n, spec.dtype, spec.prescale);
+      return located;
+    }
+    copy_in(offset, n);
+    return buffer;
+  };
+  auto drain = [&](int64_t offset, int64_t n) {
+    if (!located) return copy_out(offset, n);
+    out.visit(offset, n, [](size_t, int64_t, int64_t, int64_t) {});  // keeps the cursor in step
+    if (divisor > 1 || spec.postscale != 1.0)
+      copy_averaged(located, located, n, spec.dtype, divisor, spec.postscale);
+  };
+  if (!time_copies_) return host_->allreduce_staged(total, spec.dtype, op, set, fill, drain);
+  auto timed_fill = [&](int64_t offset, int64_t n) {
+    void* at = nullptr;
+    timed_copy([&] { at = fill(offset, n); });
+    return at;
+  };
   auto timed_drain = [&](int64_t offset, int64_t n) { timed_copy([&] { drain(offset, n); }); };
-  return host_->allreduce_staged(buffer, total, spec.dtype, op, set, timed_fill, timed_drain);
+  return host_->allreduce_staged(total, spec.dtype, op, set, timed_fill, timed_drain);
+}
+
+void Executor::mark_contiguous_runs(const std::vector<Request*>& locals, size_t esize) {
+  run_of_.assign(locals.size(), -1);
+  for (size_t k = 0; k < locals.size(); ++k) {
+    const Request* r = locals[k];
+    if (!r || r->send != r->recv) continue;
+    const Request* prev = k > 0 ? locals[k - 1] : nullptr;
+    const bool follows = prev && run_of_[k - 1] >= 0 &&
+                         static_cast<const unsigned char*>(prev->recv) + counts_[k - 1] * esize ==
+                             static_cast<const unsigned char*>(r->recv);
+    run_of_[k] = follows ? run_of_[k - 1] : static_cast<int64_t>(k);
+  }
 }
 
 Error Executor::broadcast(const Response& r, Request* local, const ProcessSet& set) {

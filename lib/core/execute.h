@@ -113,6 +113,10 @@ class Executor {
   std::string device_error_ = "this rank has no usable GPU";
   std::vector<unsigned char> fusion_buffer_;
   std::vector<int64_t> counts_;  // elements of each tensor of the fused batch being run
+  // For each tensor of that batch: the first tensor of the run of in-place tensors,
+  // back to back in memory, that it belongs to; -1 when it is in none.
+  std::vector<int64_t> run_of_;
+  void mark_contiguous_runs(const std::vector<Request*>& locals, size_t esize);
   std::vector<unsigned char> scratch_;
   std::vector<Request> taken_;  // the running batch's local requests (capacity reused)
   bool time_copies_ = false;

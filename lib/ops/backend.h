@@ -30,19 +30,22 @@ class Backend {
   // MAX or PRODUCT; AVERAGE is SUM plus scaling done by the caller.
   virtual Error allreduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
                           hvd_reduce_op_t op, const ProcessSet& set) = 0;
-  // A fused allreduce whose operand the caller stages through `buffer`, which has
-  // room for staging_count(count) elements: fill(offset, n) writes elements
-  // [offset, offset + n) of the operand at the start of buffer, the backend reduces
-  // them there in place, and drain(offset, n) takes the result out. One collective.
-  // This default stages the operand whole; a backend may go piece by piece, so that a
-  // piece is still in cache when it is reduced and drained.
+  // A fused allreduce of count elements that the caller hands over piece by piece:
+  // fill(offset, n) prepares elements [offset, offset + n) of the operand and returns
+  // where they lie (the start of a staging buffer with room for staging_count(count)
+  // elements, or the caller's own memory when the piece is already contiguous there),
+  // the backend reduces them there in place, and drain(offset, n) takes the result
+  // out. One collective. Every rank makes the same calls whatever fill returns: where
+  // a piece lies is a local matter. This default takes the operand whole; a backend
+  // may go piece by piece, so that a piece is still in cache when it is reduced and
+  // drained.
+  using Fill = std::function<void*(int64_t offset, int64_t count)>;
   using Stage = std::function<void(int64_t offset, int64_t count)>;
   virtual int64_t staging_count(int64_t count, hvd_dtype_t) const { return count; }
-  virtual Error allreduce_staged(void* buffer, int64_t count, hvd_dtype_t dtype,
-                                 hvd_reduce_op_t op, const ProcessSet& set, const Stage& fill,
-                                 const Stage& drain) {
-    fill(0, count);
-    HVD_RETURN_IF_ERROR(allreduce(buffer, buffer, count, dtype, op, set));
+  virtual Error allreduce_staged(int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
+                                 const ProcessSet& set, const Fill& fill, const Stage& drain) {
+    void* at = fill(0, count);
+    HVD_RETURN_IF_ERROR(allreduce(at, at, count, dtype, op, set));
     drain(0, count);
     return Error::success();
   }

@@ -99,6 +99,9 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
       ->check(CLI::Range(0, 100000));
   app.add_flag("--baseline", o->baseline,
                "also measure raw MPI references on the same data, alternating with libhvd");
+  app.add_flag("--contiguous", o->contiguous,
+               "lay the step's tensors out back to back in one allocation (a flat gradient "
+               "buffer), which libhvd reduces where they are");
   app.add_flag("--json", o->json, "one JSON object per measured case on rank 0's stdout");
   app.add_option("--idle", o->idle_seconds,
                  "idle mode: initialize, sleep this many seconds, report CPU use and traffic")

@@ -15,6 +15,7 @@ struct Options {
   Mode mode = Mode::Sweep;
   bool json = false;
   bool baseline = false;
+  bool contiguous = false;  // the step's tensors back to back in one allocation
 
   // Repetitions: measured and warm-up.
   int iters = 20;

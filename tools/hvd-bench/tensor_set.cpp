@@ -9,12 +9,23 @@ namespace {
 constexpr int kPeriod = 8;
 }  // namespace
 
-TensorSet::TensorSet(const std::vector<int64_t>& counts, int rank, int size, bool with_packed)
-    : rank_(rank) {
-  tensors_.reserve(counts.size());
-  for (int64_t c : counts) {
-    tensors_.emplace_back(static_cast<size_t>(c));
-    total_ += c;
+TensorSet::TensorSet(const std::vector<int64_t>& counts, int rank, int size, bool with_packed,
+                     bool contiguous)
+    : counts_(counts), rank_(rank) {
+  for (int64_t c : counts) total_ += c;
+  if (contiguous) {
+    storage_.emplace_back(static_cast<size_t>(total_));
+    float* at = storage_.back().data();
+    for (int64_t c : counts) {
+      data_.push_back(at);
+      at += c;
+    }
+  } else {
+    storage_.reserve(counts.size());
+    for (int64_t c : counts) {
+      storage_.emplace_back(static_cast<size_t>(c));
+      data_.push_back(storage_.back().data());
+    }
   }
   if (with_packed) packed_.resize(static_cast<size_t>(total_));
   for (int p = 0; p < kPeriod; ++p) {
@@ -33,15 +44,13 @@ double TensorSet::expected(size_t t, int64_t i) const {
 }
 
 void TensorSet::fill_tensors() {
-  for (size_t t = 0; t < tensors_.size(); ++t) {
-    std::vector<float>& v = tensors_[t];
-    for (size_t i = 0; i < v.size(); ++i) v[i] = input(rank_, t, static_cast<int64_t>(i));
-  }
+  for (size_t t = 0; t < data_.size(); ++t)
+    for (int64_t i = 0; i < counts_[t]; ++i) data_[t][i] = input(rank_, t, i);
 }
 
 void TensorSet::fill_packed() {
   float* out = packed_.data();
-  for (size_t t = 0; t < tensors_.size(); ++t) {
+  for (size_t t = 0; t < data_.size(); ++t) {
     int64_t n = elements(t);
     for (int64_t i = 0; i < n; ++i) *out++ = input(rank_, t, i);
   }
@@ -59,14 +68,14 @@ int64_t TensorSet::wrong_in(const float* data, size_t t, double factor) const {
 
 int64_t TensorSet::wrong_in_tensors(double factor) const {
   int64_t wrong = 0;
-  for (size_t t = 0; t < tensors_.size(); ++t) wrong += wrong_in(tensors_[t].data(), t, factor);
+  for (size_t t = 0; t < data_.size(); ++t) wrong += wrong_in(data_[t], t, factor);
   return wrong;
 }
 
 int64_t TensorSet::wrong_in_packed(double factor) const {
   int64_t wrong = 0;
   const float* data = packed_.data();
-  for (size_t t = 0; t < tensors_.size(); ++t) {
+  for (size_t t = 0; t < data_.size(); ++t) {
     wrong += wrong_in(data, t, factor);
     data += elements(t);
   }

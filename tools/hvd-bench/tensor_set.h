@@ -1,6 +1,7 @@
 // The gradients of one step: float32 tensors allocated one by one, as a framework
-// holds its parameters, and (for the packed references) the same elements back to
-// back in one buffer. Inputs are small non-zero integers that differ per rank and
+// holds its parameters (or, contiguous, back to back in one allocation, as in a flat
+// gradient buffer), and (for the packed references) the same elements back to back
+// in a buffer of their own. Inputs are small non-zero integers that differ per rank and
 // per element, so every sum is exact and a misplaced or missing element shows.
 #pragma once
 
@@ -12,13 +13,14 @@ namespace hvdbench {
 
 class TensorSet {
  public:
-  TensorSet(const std::vector<int64_t>& counts, int rank, int size, bool with_packed);
+  TensorSet(const std::vector<int64_t>& counts, int rank, int size, bool with_packed,
+            bool contiguous);
 
-  size_t count() const { return tensors_.size(); }
-  int64_t elements(size_t t) const { return static_cast<int64_t>(tensors_[t].size()); }
+  size_t count() const { return data_.size(); }
+  int64_t elements(size_t t) const { return counts_[t]; }
   int64_t total_elements() const { return total_; }
   int64_t total_bytes() const { return total_ * static_cast<int64_t>(sizeof(float)); }
-  float* tensor(size_t t) { return tensors_[t].data(); }
+  float* tensor(size_t t) { return data_[t]; }
   float* packed() { return packed_.data(); }
 
   // Restore this rank's inputs.
@@ -35,7 +37,9 @@ class TensorSet {
   double expected(size_t t, int64_t i) const;
   int64_t wrong_in(const float* data, size_t t, double factor) const;
 
-  std::vector<std::vector<float>> tensors_;
+  std::vector<std::vector<float>> storage_;  // one per tensor, or one for all
+  std::vector<float*> data_;                 // each tensor's elements
+  std::vector<int64_t> counts_;
   std::vector<float> packed_;
   int64_t total_ = 0;
   int rank_;

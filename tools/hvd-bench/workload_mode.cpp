@@ -101,6 +101,7 @@ void print_json(const Options& o, const TensorSet& set, int size, const Layout& 
       .add("ranks", size)
       .add("nodes", layout.nodes)
       .add("hierarchical", layout.hierarchical_allreduce)
+      .add("contiguous", o.contiguous)
       .add("tensors", static_cast<long long>(set.count()))
       .add("bytes", static_cast<long long>(set.total_bytes()))
       .add("hvd_ms", hvd.ms);
@@ -117,6 +118,9 @@ void print_json(const Options& o, const TensorSet& set, int size, const Layout& 
     line.add("vs_limit", limit->ms.median / hvd.ms.median)
         .add("vs_per_tensor", results[1].ms.median / hvd.ms.median);
   }
+  for (const Measured& m : results)
+    if (m.what.strategy == Strategy::FusedCopies)
+      line.add("fused_copies_ms", m.ms).add("vs_fused_copies", m.ms.median / hvd.ms.median);
   line.add("wrong", static_cast<long long>(hvd.wrong));
   std::printf("%s\n", line.str().c_str());
 }
@@ -125,7 +129,7 @@ void print_json(const Options& o, const TensorSet& set, int size, const Layout& 
 
 int run_workload_mode(const Options& o) {
   const int rank = world_rank(), size = world_size();
-  TensorSet set(o.tensor_counts, rank, size, o.baseline);
+  TensorSet set(o.tensor_counts, rank, size, o.baseline, o.contiguous);
   const int inner = steps_per_repetition(o, set.total_bytes(), size);
   const double factor = std::pow(static_cast<double>(size), inner - 1);
 

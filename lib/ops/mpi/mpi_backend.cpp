@@ -53,16 +53,14 @@ int64_t MpiBackend::staging_count(int64_t count, hvd_dtype_t dtype) const {
   return std::min(count, piece);
 }
 
-Error MpiBackend::allreduce_staged(void* buffer, int64_t count, hvd_dtype_t dtype,
-                                   hvd_reduce_op_t op, const ProcessSet& set, const Stage& fill,
-                                   const Stage& drain) {
+Error MpiBackend::allreduce_staged(int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
+                                   const ProcessSet& set, const Fill& fill, const Stage& drain) {
   counters_->collectives.fetch_add(1, std::memory_order_relaxed);
   const int64_t piece = staging_count(count, dtype);
   for (int64_t offset = 0; offset < count; offset += piece) {
     const int64_t n = std::min(piece, count - offset);
-    fill(offset, n);
-    HVD_RETURN_IF_ERROR(
-        allreduce_on(set.comm, buffer, buffer, n, dtype, op, &counters_->global_bytes));
+    void* at = fill(offset, n);
+    HVD_RETURN_IF_ERROR(allreduce_on(set.comm, at, at, n, dtype, op, &counters_->global_bytes));
     drain(offset, n);
   }
   return Error::success();

@@ -31,8 +31,8 @@ class MpiBackend : public Backend {
   Error reducescatter(const void* send, void* recv, const std::vector<int64_t>& counts,
                       hvd_dtype_t dtype, hvd_reduce_op_t op, const ProcessSet& set) override;
   int64_t staging_count(int64_t count, hvd_dtype_t dtype) const override;
-  Error allreduce_staged(void* buffer, int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
-                         const ProcessSet& set, const Stage& fill, const Stage& drain) override;
+  Error allreduce_staged(int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
+                         const ProcessSet& set, const Fill& fill, const Stage& drain) override;
 
   // The same on an explicit communicator (hierarchical algorithms use local/cross).
   Error allreduce_on(MPI_Comm comm, const void* send, void* recv, int64_t count,

@@ -1,0 +1,82 @@
+/* Fused allreduces of in-place tensors that lie back to back in memory (a framework's
+ * flat gradient buffer) are reduced where they are, without the fusion buffer; the
+ * ranks need not agree on the layout: here rank 0 keeps every tensor in one flat
+ * buffer, rank 1 in separate allocations, rank 2 in a flat buffer with a gap in the
+ * middle (two runs), and a member out of place breaks a run. Small fusion pieces
+ * (HVD_FUSION_PIECE_BYTES) make pieces that start and end inside tensors and span
+ * runs. Every dtype, SUM and AVERAGE, with prescale and postscale. */
+#include "test_util.h"
+
+enum { kTensors = 24, kSteps = 3 };
+
+static int64_t count_of(int t) { return 1 + (t * 37) % 301; } /* odd sizes, 1..301 */
+
+static void contiguous_layouts_reduce_right(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  const hvd_dtype_t dtypes[] = {HVD_FLOAT32, HVD_FLOAT64, HVD_FLOAT16, HVD_BFLOAT16, HVD_INT32};
+  const hvd_reduce_op_t ops[] = {HVD_OP_SUM, HVD_OP_AVERAGE};
+  int64_t total = 0;
+  for (int t = 0; t < kTensors; ++t) total += count_of(t);
+  for (int d = 0; d < 5; ++d)
+    for (int o = 0; o < 2; ++o) {
+      const hvd_dtype_t dtype = dtypes[d];
+      const size_t esize = tu_dtype_size(dtype);
+      /* Room for a gap of 8 elements and one out-of-place output. */
+      unsigned char* flat = tu_alloc((size_t)(total + 8 + 301) * esize);
+      void* sends[kTensors];
+      void* recvs[kTensors];
+      int64_t at = 0;
+      for (int t = 0; t < kTensors; ++t) {
+        if (rank % 3 == 1) {
+          recvs[t] = tu_alloc((size_t)count_of(t) * esize);
+        } else {
+          if (rank % 3 == 2 && t == kTensors / 2) at += 8; /* the gap */
+          recvs[t] = flat + at * (int64_t)esize;
+          at += count_of(t);
+        }
+        sends[t] = recvs[t];
+      }
+      /* Tensor 5 out of place on every rank: its output is elsewhere. */
+      void* out_of_place = flat + (total + 8) * (int64_t)esize;
+      recvs[5] = out_of_place;
+      hvd_op_options_t opts;
+      assert_hvd_ok(hvd_op_options_init(&opts));
+      opts.prescale_factor = 2.0;
+      opts.postscale_factor = 3.0;
+      for (int step = 0; step < kSteps; ++step) { /* the first negotiated, then cached */
+        for (int t = 0; t < kTensors; ++t)
+          for (int64_t i = 0; i < count_of(t); ++i)
+            tu_set(sends[t], dtype, i, (double)((i + t) % 5 + rank));
+        hvd_handle_t h[kTensors];
+        for (int t = 0; t < kTensors; ++t) {
+          char name[64];
+          snprintf(name, sizeof name, "flat.%d.%d.%d", d, o, t);
+          assert_hvd_ok(hvd_allreduce_async(sends[t], recvs[t], count_of(t), dtype, ops[o], name,
+                                            &opts, &h[t]));
+        }
+        for (int t = 0; t < kTensors; ++t) assert_hvd_ok(hvd_wait(h[t]));
+        for (int t = 0; t < kTensors; ++t)
+          for (int64_t i = 0; i < count_of(t); ++i) {
+            double sum = 0;
+            for (int r = 0; r < size; ++r) sum += 2.0 * (double)((i + t) % 5 + r);
+            const double want = ops[o] == HVD_OP_AVERAGE
+                                    ? (tu_is_float(dtype) ? sum / size * 3.0 : floor(sum / size) * 3.0)
+                                    : sum * 3.0;
+            const double got = tu_get(recvs[t], dtype, i);
+            if (!tu_close(got, want, dtype))
+              fail_msg("rank %d dtype %d op %d step %d tensor %d element %lld: %g, want %g", rank,
+                       d, o, step, t, (long long)i, got, want);
+          }
+      }
+      if (rank % 3 == 1)
+        for (int t = 0; t < kTensors; ++t)
+          if (t != 5) free(recvs[t]);
+      free(flat);
+    }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(contiguous_layouts_reduce_right)};
+  return cmocka_run_group_tests_name("contiguous", tests, tu_group_init, tu_group_shutdown);
+}
