@@ -14,11 +14,14 @@ TensorSet::TensorSet(const std::vector<int64_t>& counts, int rank, int size, boo
     : counts_(counts), rank_(rank) {
   for (int64_t c : counts) total_ += c;
   if (contiguous) {
+    // In the order the step submits them (the last tensor first, as a backward pass
+    // produces gradients), so that a fused batch finds them back to back.
     storage_.emplace_back(static_cast<size_t>(total_));
+    data_.resize(counts.size());
     float* at = storage_.back().data();
-    for (int64_t c : counts) {
-      data_.push_back(at);
-      at += c;
+    for (size_t t = counts.size(); t-- > 0;) {
+      data_[t] = at;
+      at += counts[t];
     }
   } else {
     storage_.reserve(counts.size());
