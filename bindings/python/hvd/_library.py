@@ -27,10 +27,47 @@ def _installed_candidates():
     return paths
 
 
+# The sonames of each MPI's C library, as a libhvd built against it names them.
+_MPI_SONAMES = {"mpich": b"libmpich.so", "openmpi": b"libmpi.so.40"}
+
+
+def _launcher_mpi():
+    """The MPI whose launcher started this process (its environment says), or None."""
+    if "OMPI_COMM_WORLD_SIZE" in os.environ:
+        return "openmpi"
+    if "PMI_SIZE" in os.environ or "HYDRA_CONTROL_FD" in os.environ:
+        return "mpich"
+    return None
+
+
+def _linked_mpi(path):
+    """Which MPI a libhvd file was linked against (its dynamic section names it)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    for flavour, soname in _MPI_SONAMES.items():
+        if soname in data:
+            return flavour
+    return None
+
+
 def _build_tree_candidates():
-    # bindings/python/hvd -> repository root; any meson build directory in it.
+    # bindings/python/hvd -> repository root; any meson build directory in it. A
+    # checkout often holds builds for both MPIs (scripts/run-tests.sh makes build/ and
+    # build-openmpi/): the one linked against the MPI that launched this process comes
+    # first, since the other would make every rank a job of its own; then build/.
     root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-    return sorted(glob.glob(os.path.join(root, "build*", "lib", _SONAME)))
+    found = glob.glob(os.path.join(root, "build*", "lib", _SONAME))
+    launcher = _launcher_mpi()
+
+    def rank(path):
+        matches = launcher is not None and _linked_mpi(path) == launcher
+        is_default = os.path.basename(os.path.dirname(os.path.dirname(path))) == "build"
+        return (not matches, not is_default, path)
+
+    return sorted(found, key=rank)
 
 
 def candidate_paths():
