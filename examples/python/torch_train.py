@@ -36,6 +36,8 @@ def main():
     parser.add_argument("--fp16-allreduce", action="store_true",
                         help="send gradients as float16")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per rank")
+    parser.add_argument("--bucket-views", action="store_true",
+                        help="gradients as views into flat buffers, reduced without copies")
     args = parser.parse_args()
 
     hvd.init()
@@ -50,7 +52,8 @@ def main():
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01 * hvd.size(), momentum=0.9)
     compression = hvd.Compression.fp16 if args.fp16_allreduce else hvd.Compression.none
     optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
-                                         compression=compression)
+                                         compression=compression,
+                                         gradient_as_bucket_view=args.bucket_views)
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     hvd.broadcast_optimizer_state(optimizer, root_rank=0)
 

@@ -304,3 +304,39 @@ def test_ranks_outside_the_optimizer_process_set_train_locally():
         hvd.barrier()
     finally:
         hvd.remove_process_set(ps)
+
+
+@pytest.mark.parametrize("op", [hvd.Average, hvd.Sum])
+def test_bucket_views_train_as_separate_gradients(op):
+    model, reference = train(op=op, gradient_as_bucket_view=True)
+    assert torch.allclose(params_of(model), params_of(reference), rtol=1e-9, atol=1e-12)
+    assert_same_on_every_rank(params_of(model), f"opt.same.bucket.{op}")
+
+
+def test_bucket_views_are_one_buffer_and_stay_across_zero_grad():
+    model = make_model(torch.float32)
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   model.named_parameters(), gradient_as_bucket_view=True)
+    params = list(model.parameters())
+    if hvd.size() == 1:
+        pytest.skip("a one-rank job registers no hooks and needs no buffers")
+
+    def storages():
+        # untyped_storage() from torch 2.0; storage() before it
+        return {getattr(p.grad, "untyped_storage", p.grad.storage)().data_ptr() for p in params}
+
+    assert len(storages()) == 1
+    for step in range(2):
+        opt.zero_grad()  # set_to_none by default in torch 2: the views must stay
+        assert len(storages()) == 1
+        assert all(float(p.grad.abs().sum()) == 0 for p in params)
+        loss_fn(model, *batch(step, hvd.rank(), torch.float32)).backward()
+        opt.step()
+        assert len(storages()) == 1
+    # A gradient dropped by the module comes back into its view at the next reduction.
+    model.zero_grad(set_to_none=True)
+    assert all(p.grad is None for p in params)
+    loss_fn(model, *batch(5, hvd.rank(), torch.float32)).backward()
+    opt.step()
+    assert len(storages()) == 1
+    assert_same_on_every_rank(params_of(model), "opt.same.bucket.views")

@@ -25,7 +25,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     # DistributedOptimizer), so `super(self.__class__, self)` is that optimizer.
 
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor, groups, sparse_as_dense, process_set):
+                 gradient_predivide_factor, groups, sparse_as_dense, process_set,
+                 gradient_as_bucket_view=False):
         super(self.__class__, self).__init__(params)
         self._compression = compression
         self.backward_passes_per_step = int(backward_passes_per_step)
@@ -50,8 +51,15 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         # rank has nothing to reduce; neither registers hooks.
         self._hooked = process_set_included(process_set) and (
             size() > 1 or os.environ.get("HOROVOD_ELASTIC") == "1")
+        # Flat gradient buffers (one per dtype and device) whose views are the
+        # parameters' .grad: libhvd then reduces a whole step's gradients where they
+        # are, without fusion copies (see _make_bucket_views).
+        self._buckets = []
+        self._bucket_views = {}
         if self._hooked:
             self._register_hooks()
+            if gradient_as_bucket_view:
+                self._make_bucket_views()
 
     # --- set-up -------------------------------------------------------------------
 
@@ -131,6 +139,37 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             self._handles[p] = entry
         return hook
 
+    def _make_bucket_views(self):
+        # Laid out in reverse registration order, the order in which a backward pass
+        # usually completes gradients, so that the gradients of one fused batch lie
+        # back to back. Autograd accumulates into a .grad that exists, in place.
+        by_buffer = {}
+        for p in reversed(self._all_params()):
+            if p.requires_grad:
+                by_buffer.setdefault((p.dtype, p.device), []).append(p)
+        for (dtype, device), params in by_buffer.items():
+            flat = torch.zeros(sum(p.numel() for p in params), dtype=dtype, device=device)
+            offset = 0
+            for p in params:
+                view = flat[offset:offset + p.numel()].view(p.shape)
+                if p.grad is not None:
+                    view.copy_(p.grad)
+                p.grad = view
+                self._bucket_views[p] = view
+                offset += p.numel()
+            self._buckets.append(flat)
+
+    def _attach_bucket_view(self, p):
+        # A .grad set to None (module.zero_grad()) or replaced comes back into its view.
+        view = self._bucket_views.get(p)
+        if view is None or p.grad is view:
+            return
+        if p.grad is None:
+            view.zero_()
+        else:
+            view.copy_(p.grad)
+        p.grad = view
+
     # --- communication ----------------------------------------------------------------
 
     def _scale(self):
@@ -144,6 +183,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         puts the reduced values back into p.grad. A sparse gradient (sparse_as_dense,
         or a member of a group) is reduced densely and stored back as sparse, as the
         optimizers that take sparse gradients (SparseAdam) expect."""
+        self._attach_bucket_view(p)
         if p.grad is None:
             # Another rank may have a gradient for it (a branch this rank skipped).
             p.grad = torch.zeros_like(p, memory_format=torch.contiguous_format)
@@ -245,12 +285,21 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
                                  "before optimizer.step() or optimizer.synchronize(): the "
                                  "gradients are still being reduced")
+        if self._buckets:
+            # Zeroed where they are, whatever set_to_none says: a gradient set to None
+            # would leave its view, and the next backward pass would allocate anew.
+            for flat in self._buckets:
+                flat.zero_()
+            for p in self._bucket_views:
+                self._attach_bucket_view(p)
+            return None
         return super(self.__class__, self).zero_grad(*args, **kwargs)
 
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
                          backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
-                         num_groups=0, groups=None, sparse_as_dense=False, process_set=None):
+                         num_groups=0, groups=None, sparse_as_dense=False, process_set=None,
+                         gradient_as_bucket_view=False):
     """Wraps a torch optimizer so that gradients are averaged over the ranks (Horovod's
     DistributedOptimizer). The result is an instance of a subclass of the optimizer's
     own class, sharing its parameter groups.
@@ -261,6 +310,11 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     op: Average or Sum. gradient_predivide_factor: with Average, divide by this before
     the sum and by size/factor after. groups: an int (number of groups) or lists of
     parameters whose gradients are reduced together as one grouped allreduce.
+    gradient_as_bucket_view (libhvd's, not Horovod's; as PyTorch DDP's option of that
+    name): each parameter's .grad becomes a view into a flat buffer per dtype and
+    device, laid out in the order backward completes gradients, so libhvd reduces them
+    where they are, without fusion copies. zero_grad() then zeroes in place whatever
+    set_to_none says. For dense gradients only.
     """
     if op == Adasum:
         raise NotImplementedError("op=Adasum is not available in libhvd; use Average or Sum")
@@ -272,5 +326,6 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
-               op, gradient_predivide_factor, groups, sparse_as_dense, process_set)
+               op, gradient_predivide_factor, groups, sparse_as_dense, process_set,
+               gradient_as_bucket_view)
 
