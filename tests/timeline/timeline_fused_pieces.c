@@ -3,19 +3,7 @@
  * the others. It once reduced the traced batch in one call per MPI chunk instead of
  * one per piece, so rank 0 made fewer calls than its peers: the job hung in the next
  * collective (or reduced mismatched pieces). Run with HOROVOD_TIMELINE set. */
-#include <stdio.h>
-#include <stdlib.h>
-
-#include <hvd/hvd.h>
-
-#define CHECK(expr)                                                                       \
-  do {                                                                                    \
-    hvd_status_t st_ = (expr);                                                            \
-    if (st_ != HVD_SUCCESS) {                                                             \
-      fprintf(stderr, "%s failed: %s (%s)\n", #expr, hvd_status_string(st_), hvd_last_error()); \
-      exit(1);                                                                            \
-    }                                                                                     \
-  } while (0)
+#include "hvd_check.h"
 
 enum { kTensors = 3, kCount = 100 * 1000, kSteps = 3 }; /* 3 x 400 KB: 1.2 MB fused */
 

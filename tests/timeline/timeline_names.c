@@ -3,19 +3,7 @@
  * words, each fused tensor with its own bytes, and the activities Horovod shows.
  * job_timeline.sh runs it under mpiexec -n 2 and checks the file against
  * timeline_names.expect. */
-#include <stdio.h>
-#include <stdlib.h>
-
-#include <hvd/hvd.h>
-
-#define CHECK(expr)                                                                       \
-  do {                                                                                    \
-    hvd_status_t st_ = (expr);                                                            \
-    if (st_ != HVD_SUCCESS) {                                                             \
-      fprintf(stderr, "%s failed: %s (%s)\n", #expr, hvd_status_string(st_), hvd_last_error()); \
-      exit(1);                                                                            \
-    }                                                                                     \
-  } while (0)
+#include "hvd_check.h"
 
 int main(void) {
   CHECK(hvd_init());
