@@ -1,7 +1,7 @@
 #include "core/execute.h"
 
-#include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -266,21 +266,19 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
     return Error::success();
   }
   // A traced batch shows its copies and its reduction as one activity each, as in
-  // Horovod's timelines, so it is filled whole; it still reduces in the same pieces
-  // as an untraced one: the timeline is often on for rank 0 alone, and every rank
-  // must make the same MPI calls on the set's communicator.
+  // Horovod's timelines, so it is filled whole; it still reduces through the staged
+  // path, piece by piece in the buffer: the timeline is often on for rank 0 alone,
+  // and every rank must make the same MPI calls on the set's communicator.
   if (tracing_) {
     buffer = fusion_buffer(static_cast<size_t>(batch.bytes)).data();
     activity_start("MEMCPY_IN_FUSION_BUFFER");
     copy_in(0, total);
     activity_end();
-    const int64_t piece = host_->staging_count(total, spec.dtype);
     activity_start("MPI_ALLREDUCE");
-    Error err;
-    for (int64_t offset = 0; offset < total && err.ok(); offset += piece) {
-      unsigned char* at = buffer + offset * esize;
-      err = host_->allreduce(at, at, std::min(piece, total - offset), spec.dtype, op, set);
-    }
+    Error err = host_->allreduce_staged(
+        total, spec.dtype, op, set,
+        [&](int64_t offset, int64_t) -> void* { return buffer + offset * esize; },
+        [](int64_t, int64_t) {});
     activity_end();
     HVD_RETURN_IF_ERROR(err);
     activity_start("MEMCPY_OUT_FUSION_BUFFER");
