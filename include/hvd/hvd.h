@@ -27,9 +27,10 @@
  *    alone (a NULL buffer, a count that disagrees with a given shape, a root outside
  *    the set). What depends on values the ranks must agree on is judged in
  *    negotiation, on every rank alike, and comes from hvd_wait: a reduce op the dtype
- *    cannot take (HVD_OP_AVERAGE or scale factors on HVD_BOOL: INVALID_ARGUMENT),
- *    HVD_OP_ADASUM (UNSUPPORTED), a scalar passed to allgather or reducescatter
- *    (INVALID_ARGUMENT); a rank that differs from the others there gets, with every
+ *    cannot take (HVD_OP_AVERAGE or scale factors on HVD_BOOL, HVD_OP_ADASUM on an
+ *    integer dtype: INVALID_ARGUMENT), HVD_OP_ADASUM on a process set whose size is
+ *    not a power of two or on a reducescatter (UNSUPPORTED), a scalar passed to
+ *    allgather or reducescatter (INVALID_ARGUMENT); a rank that differs from the others there gets, with every
  *    other rank, HVD_ERR_MISMATCH rather than leaving them waiting.
  *  - Memory: buffers are owned by the caller and must stay valid (and, for inputs,
  *    unchanged) until the operation completes (the blocking call returns, or
@@ -103,7 +104,16 @@ typedef enum {
 
 /* Reduction operations, numbered as in Horovod. AVERAGE divides the sum by the
  * number of ranks of the process set (integers: truncating division). For HVD_BOOL,
- * SUM and MAX are logical or, MIN and PRODUCT logical and. */
+ * SUM and MAX are logical or, MIN and PRODUCT logical and.
+ * ADASUM (allreduce of float16, bfloat16, float32, float64 over a process set of 1, 2,
+ * 4, 8... ranks) combines the ranks' tensors pairwise, (0,1), (2,3), then the pairs'
+ * results, and so on: a and b become (1 - a.b/(2|a|^2)) a + (1 - a.b/(2|b|^2)) b, the
+ * sum of orthogonal tensors and the average of parallel ones, each tensor with its own
+ * coefficients even when fused (Horovod's Adasum, recursive vector halving and
+ * distance doubling over MPI). Prescale applies before, postscale after. Device
+ * tensors with NCCL: summed within each node by NCCL, Adasum across nodes of the
+ * node sums, divided by the ranks per node (Horovod's GPU Adasum); without NCCL,
+ * staged through host memory and combined as host tensors are. */
 typedef enum {
   HVD_OP_AVERAGE,
   HVD_OP_SUM,

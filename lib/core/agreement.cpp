@@ -1,13 +1,23 @@
 #include "core/agreement.h"
 
+#include <cctype>
 #include <functional>
 #include <map>
 
 #include "core/dtype.h"
+#include "ops/adasum/adasum_math.h"
 
 namespace hvd {
 
 namespace {
+
+// "FLOAT32" for HVD_FLOAT32: the C constant's spelling, which the Python layer
+// rewrites into its own.
+std::string upper_dtype_name(hvd_dtype_t dtype) {
+  std::string name = dtype_name(dtype);
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name;
+}
 
 std::string shape_text(const Dims& shape, size_t from) {
   std::string s = "[";
@@ -59,12 +69,25 @@ std::string group_ranks(const std::vector<std::string>& values, const std::vecto
 
 }  // namespace
 
-Error reduction_error(const std::string& name, const TensorSpec& spec) {
-  if (spec.reduce_op == HVD_OP_ADASUM)
-    return make_error(HVD_ERR_UNSUPPORTED,
-                      "tensor '%s': HVD_OP_ADASUM is not available in this version of libhvd; "
-                      "use HVD_OP_AVERAGE or HVD_OP_SUM",
-                      name.c_str());
+Error reduction_error(const std::string& name, const TensorSpec& spec, int set_size) {
+  if (spec.reduce_op == HVD_OP_ADASUM) {
+    if (spec.op != OpType::Allreduce)
+      return make_error(HVD_ERR_UNSUPPORTED,
+                        "tensor '%s': HVD_OP_ADASUM is defined for allreduce only; use "
+                        "HVD_OP_SUM or HVD_OP_AVERAGE for %s",
+                        name.c_str(), op_type_name(spec.op));
+    if (!adasum_supports(spec.dtype))
+      return make_error(HVD_ERR_INVALID_ARGUMENT,
+                        "tensor '%s': HVD_OP_ADASUM needs a floating-point dtype (HVD_FLOAT16, "
+                        "HVD_BFLOAT16, HVD_FLOAT32 or HVD_FLOAT64); got HVD_%s",
+                        name.c_str(), upper_dtype_name(spec.dtype).c_str());
+    if (set_size & (set_size - 1))
+      return make_error(HVD_ERR_UNSUPPORTED,
+                        "tensor '%s': HVD_OP_ADASUM combines ranks pairwise and needs a "
+                        "power-of-two number of ranks in the process set; this one has %d. "
+                        "Run on 1, 2, 4, 8... ranks, or use HVD_OP_AVERAGE",
+                        name.c_str(), set_size);
+  }
   if (spec.dtype == HVD_BOOL && spec.reduce_op == HVD_OP_AVERAGE)
     return make_error(HVD_ERR_INVALID_ARGUMENT,
                       "tensor '%s': HVD_OP_AVERAGE is not defined for HVD_BOOL; use SUM (logical "
@@ -79,7 +102,8 @@ Error reduction_error(const std::string& name, const TensorSpec& spec) {
 }
 
 Response agree(const std::string& key, const std::string& name,
-               const std::vector<TensorSpec>& specs, const std::vector<int>& world_ranks) {
+               const std::vector<TensorSpec>& specs, const std::vector<int>& world_ranks,
+               int set_size) {
   Response response;
   response.key = key;
   response.name = name;
@@ -150,7 +174,8 @@ Response agree(const std::string& key, const std::string& name,
   }
 
   if (op == OpType::Allreduce || op == OpType::Reducescatter) {
-    response.error = reduction_error(name, response.spec);
+    response.error =
+        reduction_error(name, response.spec, set_size < 0 ? static_cast<int>(specs.size()) : set_size);
     if (!response.error.ok()) return response;
   }
   if ((op == OpType::Allgather || op == OpType::Reducescatter || op == OpType::Alltoall) &&

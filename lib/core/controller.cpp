@@ -309,7 +309,7 @@ bool Controller::try_complete(const std::string& key, Announcement& a, const Pro
     specs.push_back(a.specs[i]);
     ranks.push_back(set.ranks[i]);
   }
-  Response response = agree(key, a.name, specs, ranks);
+  Response response = agree(key, a.name, specs, ranks, set.size());
   if (joined_missing > 0 && response.error.ok() && response.spec.op != OpType::Allreduce) {
     std::string who;
     for (int i = 0; i < set.size(); ++i)

@@ -162,6 +162,7 @@ Error Executor::dispatch(const Batch& batch, const std::vector<Response>& respon
   const Response& first = responses[batch.items.front()];
   switch (first.spec.op) {
     case OpType::Allreduce:
+      if (first.spec.reduce_op == HVD_OP_ADASUM) return allreduce_adasum(batch, responses, locals, set);
       return batch.fused ? allreduce_fused(batch, responses, locals, set)
                          : allreduce_single(first, locals[0], set);
     case OpType::Broadcast:

@@ -10,6 +10,7 @@
 #include "core/controller.h"
 #include "core/params.h"
 #include "fusion/planner.h"
+#include "ops/adasum/adasum_vhdd.h"
 #include "ops/backend.h"
 #include "ops/hier/hier_allgather.h"
 #include "ops/hier/hier_allreduce.h"
@@ -39,6 +40,8 @@ class Executor {
   void use_hierarchical_allgather(bool on) { use_hier_ag_ = on; }
   // The device engine (nullptr: none, and why_not says why device tensors fail).
   void set_timeline(Timeline* timeline) { timeline_ = timeline; }
+  // Where operations the executor runs itself (Adasum) count their traffic.
+  void set_counters(TrafficCounters* counters) { counters_ = counters; }
   void set_device(DeviceEngine* engine, std::string why_not) {
     device_ = engine;
     device_error_ = std::move(why_not);
@@ -60,6 +63,8 @@ class Executor {
   Error allreduce_single(const Response& r, Request* local, const ProcessSet& set);
   Error allreduce_fused(const Batch& batch, const std::vector<Response>& responses,
                         const std::vector<Request*>& locals, const ProcessSet& set);
+  Error allreduce_adasum(const Batch& batch, const std::vector<Response>& responses,
+                         const std::vector<Request*>& locals, const ProcessSet& set);
   Error broadcast(const Response& r, Request* local, const ProcessSet& set);
   Error allgather(const Batch& batch, const std::vector<Response>& responses,
                   const std::vector<Request*>& locals, const ProcessSet& set);
@@ -108,6 +113,8 @@ class Executor {
   bool use_hier_ag_ = false;
   DeviceEngine* device_ = nullptr;
   Timeline* timeline_ = nullptr;
+  TrafficCounters* counters_ = nullptr;
+  AdasumVhdd adasum_;
   std::vector<std::string> batch_keys_;  // the running batch's timeline rows
   bool tracing_ = false;                 // the timeline records this batch
   std::string device_error_ = "this rank has no usable GPU";

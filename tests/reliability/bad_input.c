@@ -117,7 +117,7 @@ static void collectives(void) {
   EXPECT_ERROR(hvd_allreduce(g_buf, g_buf, INT64_MAX, HVD_FLOAT32, HVD_OP_SUM, "huge"));
   EXPECT_ERROR(hvd_allreduce(g_buf, g_buf, INT64_MAX / 4, HVD_FLOAT64, HVD_OP_SUM, "huge8"));
   EXPECT_ERROR(hvd_allreduce(g_buf, g_buf, 4, HVD_BOOL, HVD_OP_AVERAGE, "bool.avg"));
-  EXPECT_ERROR(hvd_allreduce(g_buf, g_buf, 4, HVD_FLOAT32, HVD_OP_ADASUM, "adasum"));
+  EXPECT_ERROR(hvd_allreduce(g_buf, g_buf, 4, HVD_INT32, HVD_OP_ADASUM, "adasum.int"));
   EXPECT_ERROR(hvd_broadcast(NULL, 4, HVD_FLOAT32, 0, "null"));
   EXPECT_ERROR(hvd_broadcast(g_buf, -5, HVD_FLOAT32, 0, "negative"));
   EXPECT_ERROR(hvd_broadcast(g_buf, 4, HVD_FLOAT32, -1, "root.negative"));
