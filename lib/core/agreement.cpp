@@ -81,7 +81,9 @@ Error reduction_error(const std::string& name, const TensorSpec& spec, int set_s
                         "tensor '%s': HVD_OP_ADASUM needs a floating-point dtype (HVD_FLOAT16, "
                         "HVD_BFLOAT16, HVD_FLOAT32 or HVD_FLOAT64); got HVD_%s",
                         name.c_str(), upper_dtype_name(spec.dtype).c_str());
-    if (set_size & (set_size - 1))
+    // Device tensors combine across nodes with NCCL, where the number of nodes
+    // counts instead: the device engine decides (DeviceAdasum::check).
+    if (spec.device == HVD_DEVICE_CPU && (set_size & (set_size - 1)))
       return make_error(HVD_ERR_UNSUPPORTED,
                         "tensor '%s': HVD_OP_ADASUM combines ranks pairwise and needs a "
                         "power-of-two number of ranks in the process set; this one has %d. "

@@ -55,6 +55,13 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
         tensors.push_back(locals[k] ? DeviceTensor{locals[k]->send, locals[k]->recv, count}
                                     : DeviceTensor{nullptr, nullptr, count});
       }
+      if (spec.reduce_op == HVD_OP_ADASUM) {
+        activity_start("ADASUM_ALLREDUCE");
+        err = engine.adasum(tensors, spec.dtype, spec.prescale, spec.postscale, set,
+                            set.id == 0 && hier_ ? &hier_->layout() : nullptr);
+        activity_end();
+        break;
+      }
       // The same choice as for host tensors: from parameters equal on every rank.
       HierarchicalAllreduce* hier =
           hierarchical_allreduce(set) ? hier_ : nullptr;

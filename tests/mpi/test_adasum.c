@@ -8,84 +8,14 @@
  * postscale; a rank contributing zeros (a zero tensor, a joined rank); process sets of
  * power-of-two size inside a job that is not; and the refusals, alike on every rank:
  * integer dtypes, a set whose size is not a power of two, reducescatter. */
-#include <float.h>
-
-#include "test_util.h"
+#include "adasum_reference.h"
 
 static const hvd_dtype_t kFloatDtypes[] = {HVD_FLOAT32, HVD_FLOAT64, HVD_FLOAT16, HVD_BFLOAT16};
-enum { kNumFloat = 4, kTensors = 9 };
+enum { kNumFloat = 4, kTensors = 10 };
 
 static int64_t count_of(int t) {
-  static const int64_t counts[kTensors] = {1, 2, 3, 7, 33, 301, 1000, 4097, 5};
+  static const int64_t counts[kTensors] = {1, 2, 3, 7, 33, 301, 1000, 4097, 5, 0};
   return counts[t];
-}
-
-static int is_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
-
-/* A component shared by every rank plus one of the rank's own: the angle between
- * ranks' tensors is neither 0 nor 90 degrees. Rank (t % size) gives zeros for every
- * third tensor. */
-static double mixed_input(int rank, int t, int64_t i) {
-  if (t % 3 == 0 && rank == t % hvd_size()) return 0.0;
-  const double common = sin(0.37 * (double)i + 1.3 * t);
-  const double own = cos(0.91 * (double)i * (rank + 1) + 0.7 * t + 2.1 * rank);
-  return (1.0 + 0.25 * rank) * (common + 0.6 * own);
-}
-
-/* The value as the dtype holds it. */
-static double rounded(double v, hvd_dtype_t d) {
-  unsigned char cell[8];
-  tu_set(cell, d, 0, v);
-  return tu_get(cell, d, 0);
-}
-
-/* out = Adasum of ranks [lo, hi) (in set order: members[lo..hi)) of input(rank, i). */
-typedef double (*InputFn)(int rank, int t, int64_t i);
-static void reference(const int* members, int lo, int hi, int t, int64_t n, hvd_dtype_t d,
-                      InputFn input, double* out) {
-  if (hi - lo == 1) {
-    for (int64_t i = 0; i < n; ++i) out[i] = rounded(input(members[lo], t, i), d);
-    return;
-  }
-  const int mid = lo + (hi - lo) / 2;
-  double* b = tu_alloc((size_t)n * sizeof(double));
-  reference(members, lo, mid, t, n, d, input, out);
-  reference(members, mid, hi, t, n, d, input, b);
-  double dot = 0, aa = 0, bb = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    dot += out[i] * b[i];
-    aa += out[i] * out[i];
-    bb += b[i] * b[i];
-  }
-  const double tiny = sqrt(DBL_MIN);
-  const double ca = aa >= tiny ? 1.0 - dot / aa / 2 : 1.0;
-  const double cb = bb >= tiny ? 1.0 - dot / bb / 2 : 1.0;
-  for (int64_t i = 0; i < n; ++i) out[i] = ca * out[i] + cb * b[i];
-  free(b);
-}
-
-/* Relative error in norm, as Horovod's Adasum tests measure it, with room for the
- * rounding of each level in 16-bit types. */
-static double norm_tolerance(hvd_dtype_t d) {
-  switch (d) {
-    case HVD_FLOAT16: return 5e-3;
-    case HVD_BFLOAT16: return 4e-2;
-    case HVD_FLOAT32: return 1e-6;
-    default: return 1e-13;
-  }
-}
-
-static void assert_matches(const void* got, const double* want, int64_t n, hvd_dtype_t d,
-                           double scale, const char* what, int t) {
-  double diff = 0, norm = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double w = want[i] * scale;
-    diff += (tu_get(got, d, i) - w) * (tu_get(got, d, i) - w);
-    norm += w * w;
-  }
-  if (norm == 0 ? diff != 0 : sqrt(diff / norm) > norm_tolerance(d))
-    fail_msg("rank %d: %s, tensor %d (%lld elements, dtype %d): relative error %g", hvd_rank(), what,
-             t, (long long)n, (int)d, norm == 0 ? sqrt(diff) : sqrt(diff / norm));
 }
 
 static int* world_members(void) {

@@ -4,6 +4,7 @@ marks, and the keys of the HVD_SUMMARY_FILE JSON (a fixed interface: hvdrun
 shutdown and the environment is read at init."""
 import json
 import os
+import shutil
 import tempfile
 import time
 
@@ -101,6 +102,7 @@ def test_summary_file_json():
         return
     with open(path) as f:
         doc = json.load(f)
+    shutil.rmtree(os.path.dirname(path))
     assert SUMMARY_KEYS <= set(doc)
     assert doc["ranks"] == size
     # Detection: the first "py.grad" starts step 1; the last step never ends.

@@ -24,7 +24,7 @@ bool first_rank() {
   return true;
 }
 
-const std::vector<std::string> kRedops{"sum", "prod", "min", "max", "avg"};
+const std::vector<std::string> kRedops{"sum", "prod", "min", "max", "avg", "adasum"};
 
 }  // namespace
 
@@ -74,7 +74,7 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   app.add_option("-f,--stepfactor", o->step_factor, "sweep: multiply the size by this")
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
   app.add_option("-i,--stepbytes", step_bytes, "sweep: add this many bytes instead of -f");
-  app.add_option("-o,--op", o->redop, "reduction: sum, prod, min, max, avg")
+  app.add_option("-o,--op", o->redop, "reduction: sum, prod, min, max, avg, adasum (its mpi column: MPI_SUM)")
       ->check(CLI::IsMember(kRedops));
   app.add_option("-d,--datatype", o->dtype, "sweep element type: " + dtype_names())
       ->check([](const std::string& name) {

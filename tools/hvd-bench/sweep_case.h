@@ -16,7 +16,7 @@ namespace hvdbench {
 
 struct SweepSetting {
   const Dtype* dtype;
-  std::string redop;  // sum, prod, min, max, avg
+  std::string redop;  // sum, prod, min, max, avg, adasum
   int root;
   int rank;
   int size;
@@ -41,13 +41,19 @@ class SweepCase {
   // Restores inputs, and marks outputs so a result that never arrives shows.
   virtual void fill(bool in_place) = 0;
   virtual hvd_status_t run_libhvd(bool in_place) = 0;
-  // false when MPI has no counterpart (16-bit floats, average).
+  // false when MPI has no counterpart (16-bit floats, average). Adasum, which has
+  // none either, is measured against MPI_SUM on the same bytes: what it costs beyond
+  // a plain sum.
   virtual bool run_mpi(bool in_place) = 0;
   virtual int64_t wrong(bool in_place) const = 0;
 
  protected:
-  // Inputs: small non-zero integers, different per rank and element.
-  double input(int rank, int64_t i) const { return 1 + (rank + i) % 5; }
+  // Inputs: small non-zero integers, different per rank and element. For Adasum, a
+  // multiple of one vector per rank (rank + 1 times it), whose Adasum is the mean of
+  // the multiples times the vector: a result checkable element by element.
+  double input(int rank, int64_t i) const {
+    return s_.redop == "adasum" ? (rank + 1) * (1.0 + static_cast<double>(i % 5)) : 1 + (rank + i) % 5;
+  }
   // The reduction over ranks of input(*, i).
   double reduced(int64_t i) const;
   // Compares a stored element with a value, allowing for the type's rounding.

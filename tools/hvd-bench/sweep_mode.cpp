@@ -89,7 +89,10 @@ void print_header(const Options& o, const SweepCase& c, int size) {
   std::printf("# hvd-bench sweep: %s, %s, %d ranks, %d iterations after %d warm-up; time = "
               "median (us) of the slowest rank; GB = 1e9%s\n",
               c.name(), o.dtype.c_str(), size, o.iters, o.warmup,
-              o.baseline ? "; mpi = the same collective in raw MPI, ratio = mpi / libhvd" : "");
+              !o.baseline          ? ""
+              : o.redop == "adasum" ? "; mpi = MPI_Allreduce with MPI_SUM on the same bytes (Adasum has no "
+                                      "MPI counterpart), ratio = mpi / libhvd"
+                                    : "; mpi = the same collective in raw MPI, ratio = mpi / libhvd");
   const char* extra = o.baseline ? "  mpi(us)   ratio" : "";
   const char* group_pad = o.baseline ? "                 " : "";
   std::printf("# %58s %-35s%s %s\n", "", "out-of-place", group_pad, "in-place");

@@ -27,6 +27,7 @@ DeviceEngine::~DeviceEngine() {
   if (context_) context_->synchronize();
   hier_allreduce_.reset();
   hier_allgather_.reset();
+  adasum_.reset();
   nccl_.reset();
   staged_.reset();
   fusion_.reset();
@@ -170,6 +171,43 @@ Error DeviceEngine::allreduce(const std::vector<DeviceTensor>& tensors, hvd_dtyp
   err = reduce(buffer, buffer, total);
   if (!err.ok()) return err;
   return copier_->copy(out, dtype, postscale, divisor);
+}
+
+Error DeviceEngine::adasum(const std::vector<DeviceTensor>& tensors, hvd_dtype_t dtype, double prescale,
+                           double postscale, const ProcessSet& set, const NodeLayout* layout) {
+  if (tensors.empty()) return Error::success();
+  if (!adasum_) adasum_ = std::make_unique<DeviceAdasum>(context_.get(), nccl_.get(), counters_);
+  HVD_RETURN_IF_ERROR(adasum_->check(set, dtype, layout));
+  if (adasum_->across_nodes(set, dtype, layout)) postscale /= layout->local_size;
+  const size_t esize = dtype_size(dtype);
+  std::vector<int64_t> counts;
+  int64_t total = 0;
+  for (const DeviceTensor& t : tensors) {
+    counts.push_back(t.count);
+    total += t.count;
+  }
+  // Always through the fusion buffer: the combination happens on the host or in
+  // NCCL's shards, and a copy on the device is cheap beside either.
+  HVD_RETURN_IF_ERROR(fusion_->reserve(static_cast<size_t>(total) * esize));
+  char* buffer = static_cast<char*>(fusion_->data());
+  std::vector<CopyItem> in, out;
+  int64_t offset = 0;
+  for (const DeviceTensor& t : tensors) {
+    char* slot = buffer + offset * static_cast<int64_t>(esize);
+    if (t.send) {
+      in.push_back({t.send, slot, t.count});
+      out.push_back({slot, t.recv, t.count});
+    } else {  // a joined rank: zeros, which Adasum leaves out
+#if HVD_HAVE_CUDA
+      HVD_CUDA_CHECK(cudaMemsetAsync(slot, 0, static_cast<size_t>(t.count) * esize,
+                                     static_cast<cudaStream_t>(context_->stream())));
+#endif
+    }
+    offset += t.count;
+  }
+  HVD_RETURN_IF_ERROR(copier_->copy(in, dtype, prescale, 1));
+  HVD_RETURN_IF_ERROR(adasum_->reduce(buffer, counts, dtype, set, layout));
+  return copier_->copy(out, dtype, postscale, 1);
 }
 
 Error DeviceEngine::reducescatter(const std::vector<DeviceScatterTensor>& tensors, hvd_dtype_t dtype,

@@ -15,6 +15,7 @@
 #include "core/params.h"
 #include "ops/backend.h"
 #include "ops/device/batched_copy.h"
+#include "ops/device/device_adasum.h"
 #include "ops/device/device_buffer.h"
 #include "ops/device/device_context.h"
 #include "ops/hier/hier_device_allgather.h"
@@ -80,6 +81,14 @@ class DeviceEngine {
                   hvd_reduce_op_t op, double prescale, double postscale, const ProcessSet& set,
                   HierarchicalAllreduce* hier = nullptr);
 
+  // HVD_OP_ADASUM of one tensor or several, fused through the fusion buffer with
+  // prescale on the way in and postscale on the way out (DeviceAdasum; with NCCL and
+  // the global set, the node sums are combined across nodes and divided by the ranks
+  // per node, as Horovod's GPU Adasum). layout: the job's node layout for the global
+  // set, nullptr otherwise. Queued only.
+  Error adasum(const std::vector<DeviceTensor>& tensors, hvd_dtype_t dtype, double prescale,
+               double postscale, const ProcessSet& set, const NodeLayout* layout);
+
   // Reducescatter of one tensor, or of several fused through the fusion buffer (one
   // copy kernel launch each way, ranks' blocks interleaved as the host path does);
   // scaling and AVERAGE as for allreduce. In place (send == recv) goes through the
@@ -103,6 +112,7 @@ class DeviceEngine {
   std::unique_ptr<NcclBackend> nccl_;
   std::unique_ptr<DeviceHierarchicalAllreduce> hier_allreduce_;
   std::unique_ptr<DeviceHierarchicalAllgather> hier_allgather_;
+  std::unique_ptr<DeviceAdasum> adasum_;
   CrossTransport hier_cross_ = CrossTransport::Nccl;
   TrafficCounters* counters_ = nullptr;
   std::string description_;
