@@ -319,10 +319,11 @@ class _DistributedAdasumOptimizer(_DistributedOptimizer):
     value before the local step plus the combined delta. Optimizer state (momentum,
     Adam's moments) stays per rank, fed by the local gradients.
 
-    The learning rate is a single worker's: Adasum adds orthogonal updates and averages
-    parallel ones, so it is not scaled by size() (Horovod's advice: at most 2-2.5 times
-    a single worker's on CPU; times local_size() for GPU tensors reduced with NCCL,
-    whose node average is divided by local_size()).
+    The learning rate starts from a single worker's: Adasum adds orthogonal updates and
+    averages parallel ones, so it is not scaled by size(). Horovod's guide suggests 2 to
+    2.5 times a single worker's for Adasum on the CPU, and a single worker's times
+    local_size() for CUDA tensors with NCCL (whose node sums are divided by
+    local_size()).
     """
     # Only the methods below differ; the rest (naming, hooks, zero_grad) is
     # _DistributedOptimizer's, merged into the same generated class.
