@@ -3,7 +3,7 @@
 #include <functional>
 #include <map>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 
 namespace hvd {
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "core/step_stats.h"
 #include "core/step_summary.h"
 

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <string>
 
-#include "core/dtype.h"
-#include "core/log.h"
+#include "base/dtype.h"
+#include "base/log.h"
 #include "fusion/fused_cursor.h"
 #include "fusion/scale.h"
 

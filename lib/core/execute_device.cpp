@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "core/execute.h"
 #include "ops/device/device_engine.h"
 

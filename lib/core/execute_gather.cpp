@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "core/execute.h"
 #include "fusion/scale.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/log.h"
+#include "base/log.h"
 
 // HVD_ALLREDUCE_CHUNK_BYTES's default, per MPI, measured on resnet50 with 2 ranks
 // (docs/performance.md, 2026-11-25): MPICH reduces as fast or faster in 1 MiB chunks;

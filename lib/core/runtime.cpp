@@ -10,7 +10,7 @@
 
 #include "core/background.h"
 #include "core/enqueue.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "core/step_stats.h"
 #include "timeline/timeline.h"
 #include "ops/mpi/mpi_backend.h"

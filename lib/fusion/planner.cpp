@@ -4,7 +4,7 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 
 namespace hvd {
 

@@ -8,7 +8,7 @@
 #include <functional>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/process_sets.h"
 #include "hvd/hvd.h"
 

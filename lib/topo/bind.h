@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/params.h"
 #include "topo/assign.h"
 #include "topo/cpuset.h"

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/params.h"
 #include "topo/assign.h"
 #include "topo/cpuset.h"

@@ -5,8 +5,8 @@
 #include <vector>
 
 
+#include "base/error.h"
 #include "core/agreement.h"
-#include "core/error.h"
 #include "core/response_cache.h"
 #include "core/wire.h"
 #include "fusion/fused_cursor.h"

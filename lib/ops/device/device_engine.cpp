@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "hvd_build_config.h"
 #include "ops/device/staged_backend.h"
 

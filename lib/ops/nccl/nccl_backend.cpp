@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 
 namespace hvd {
 
