@@ -1,4 +1,4 @@
-#include "fusion/planner.h"
+#include "core/fusion_planner.h"
 
 #include <map>
 #include <tuple>
