@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "base/error.h"
-#include "core/params.h"
 #include "topo/assign.h"
 #include "topo/cpuset.h"
+#include "topo/pin_options.h"
 
 namespace hvd {
 

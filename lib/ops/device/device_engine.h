@@ -12,11 +12,11 @@
 #include <memory>
 #include <vector>
 
-#include "core/params.h"
 #include "ops/backend.h"
 #include "ops/device/batched_copy.h"
 #include "ops/device/device_buffer.h"
 #include "ops/device/device_context.h"
+#include "ops/device/gpu_operations.h"
 #include "ops/hier/hier_device_allgather.h"
 #include "ops/hier/hier_device_allreduce.h"
 
