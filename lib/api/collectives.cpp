@@ -2,7 +2,7 @@
 #include <cstdlib>
 
 #include "api/validate.h"
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "core/enqueue.h"
 #include "hvd/hvd.h"
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "api/validate.h"
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "core/enqueue.h"
 #include "hvd/hvd.h"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "api/validate.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "hvd/hvd.h"
 #include "hvd/hvd_mpi.h"
 

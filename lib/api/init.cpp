@@ -2,7 +2,7 @@
 #include <cstring>
 
 #include "api/validate.h"
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "core/params.h"
 #include "hvd/hvd.h"
 #include "hvd/hvd_mpi.h"

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstring>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "core/enqueue.h"
 #include "core/wire.h"
 #include "ops/device/device_runtime.h"

@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
+#include "base/error.h"
 #include "core/enqueue.h"
-#include "core/error.h"
 #include "core/process_sets.h"
 #include "core/request.h"
 #include "core/runtime.h"

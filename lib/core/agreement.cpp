@@ -4,7 +4,7 @@
 #include <functional>
 #include <map>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "ops/adasum/adasum_math.h"
 
 namespace hvd {

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "core/step_stats.h"
 #include "core/step_summary.h"
 
@@ -129,7 +129,7 @@ void BackgroundLoop::start_device() {
   // answer, so every set goes through process_set_added on every rank with an engine.
   if (err.ok()) {
     for (auto& set : rt_.sets.all()) {
-      Error added = device_->process_set_added(*set);
+      Error added = device_->process_set_added(set->communicator());
       if (!added.ok()) err = added;
     }
   }
@@ -296,8 +296,8 @@ Error BackgroundLoop::administer(const Response& response, Request* local) {
                         existing->id);
     auto set = make_process_set(rt_.sets.next_id(), ranks, rt_.world, rt_.rank, rt_.size);
     if (set->comm != MPI_COMM_NULL) MPI_Comm_set_errhandler(set->comm, MPI_ERRORS_RETURN);
-    Error err = host_.process_set_added(*set);
-    if (err.ok() && device_) err = device_->process_set_added(*set);
+    Error err = host_.process_set_added(set->communicator());
+    if (err.ok() && device_) err = device_->process_set_added(set->communicator());
     if (!err.ok()) {
       if (set->comm != MPI_COMM_NULL) MPI_Comm_free(&set->comm);
       return err;
@@ -315,8 +315,8 @@ Error BackgroundLoop::administer(const Response& response, Request* local) {
   Error gone = make_error(HVD_ERR_INVALID_ARGUMENT,
                           "process set %d was removed while this operation was pending", id);
   for (Request& r : controller_.drop_process_set(id)) complete(std::move(r), gone);
-  host_.process_set_removed(*set);
-  if (device_) device_->process_set_removed(*set);
+  host_.process_set_removed(set->communicator());
+  if (device_) device_->process_set_removed(set->communicator());
   if (set->comm != MPI_COMM_NULL) MPI_Comm_free(&set->comm);
   HVD_LOG(Debug, "process set %d removed", id);
   return Error::success();

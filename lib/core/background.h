@@ -22,9 +22,9 @@
 
 #include "core/controller.h"
 #include "core/execute.h"
+#include "core/fusion_planner.h"
 #include "core/op_watchdog.h"
 #include "core/runtime.h"
-#include "fusion/planner.h"
 #include "tune/parameter_manager.h"
 #include "tune/step_detector.h"
 #include "ops/device/device_engine.h"

@@ -4,8 +4,8 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "base/log.h"
 #include "core/agreement.h"
-#include "core/log.h"
 #include "core/tensor_queue.h"
 
 namespace hvd {

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <string>
 
-#include "core/dtype.h"
-#include "core/log.h"
+#include "base/dtype.h"
+#include "base/log.h"
 #include "fusion/fused_cursor.h"
 #include "fusion/scale.h"
 
@@ -197,7 +197,7 @@ Error Executor::reduce(const void* send, void* recv, int64_t count, hvd_dtype_t 
     return err;
   }
   activity_start("MPI_ALLREDUCE");
-  Error err = host_->allreduce(send, recv, count, dtype, op, set);
+  Error err = host_->allreduce(send, recv, count, dtype, op, set.communicator());
   activity_end();
   return err;
 }
@@ -277,7 +277,7 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
     activity_end();
     activity_start("MPI_ALLREDUCE");
     Error err = host_->allreduce_staged(
-        total, spec.dtype, op, set,
+        total, spec.dtype, op, set.communicator(),
         [&](int64_t offset, int64_t) -> void* { return buffer + offset * esize; },
         [](int64_t, int64_t) {});
     activity_end();
@@ -320,14 +320,15 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
     if (divisor > 1 || spec.postscale != 1.0)
       copy_averaged(located, located, n, spec.dtype, divisor, spec.postscale);
   };
-  if (!time_copies_) return host_->allreduce_staged(total, spec.dtype, op, set, fill, drain);
+  const Communicator comm = set.communicator();
+  if (!time_copies_) return host_->allreduce_staged(total, spec.dtype, op, comm, fill, drain);
   auto timed_fill = [&](int64_t offset, int64_t n) {
     void* at = nullptr;
     timed_copy([&] { at = fill(offset, n); });
     return at;
   };
   auto timed_drain = [&](int64_t offset, int64_t n) { timed_copy([&] { drain(offset, n); }); };
-  return host_->allreduce_staged(total, spec.dtype, op, set, timed_fill, timed_drain);
+  return host_->allreduce_staged(total, spec.dtype, op, comm, timed_fill, timed_drain);
 }
 
 void Executor::mark_contiguous_runs(const std::vector<Request*>& locals, size_t esize) {
@@ -349,7 +350,7 @@ Error Executor::broadcast(const Response& r, Request* local, const ProcessSet& s
   int root = 0;
   HVD_RETURN_IF_ERROR(broadcast_root(r, set, &root));
   activity_start("MPI_BCAST");
-  Error err = host_->broadcast(buffer, count, r.spec.dtype, root, set);
+  Error err = host_->broadcast(buffer, count, r.spec.dtype, root, set.communicator());
   activity_end();
   return err;
 }

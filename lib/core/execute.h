@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "core/controller.h"
+#include "core/fusion_planner.h"
 #include "core/params.h"
-#include "fusion/planner.h"
 #include "ops/adasum/adasum_vhdd.h"
 #include "ops/backend.h"
 #include "ops/hier/hier_allgather.h"

@@ -6,7 +6,7 @@
 // the result (the device path does that, as Horovod's GPU Adasum does).
 #include <cstring>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "core/execute.h"
 #include "fusion/fused_cursor.h"
 #include "fusion/scale.h"

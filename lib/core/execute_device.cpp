@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "core/execute.h"
 #include "ops/device/device_engine.h"
 
@@ -38,6 +38,7 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
     return make_error(HVD_ERR_CUDA, "tensor '%s' is in device memory, but %s",
                       responses[batch.items.front()].name.c_str(), device_error_.c_str());
   DeviceEngine& engine = *device_;
+  const Communicator comm = set.communicator();
   const Response& first = responses[batch.items.front()];
   const TensorSpec& spec = first.spec;
   std::vector<void*> streams;
@@ -57,7 +58,7 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
       }
       if (spec.reduce_op == HVD_OP_ADASUM) {
         activity_start("ADASUM_ALLREDUCE");
-        err = engine.adasum(tensors, spec.dtype, spec.prescale, spec.postscale, set,
+        err = engine.adasum(tensors, spec.dtype, spec.prescale, spec.postscale, comm,
                             set.id == 0 && hier_ ? &hier_->layout() : nullptr);
         activity_end();
         break;
@@ -67,7 +68,7 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
           hierarchical_allreduce(set) ? hier_ : nullptr;
       activity_start(hier ? "HIERARCHICAL_ALLREDUCE"
                           : device_activity(engine.backend_for(spec.dtype, true), "ALLREDUCE").c_str());
-      err = engine.allreduce(tensors, spec.dtype, spec.reduce_op, spec.prescale, spec.postscale, set,
+      err = engine.allreduce(tensors, spec.dtype, spec.reduce_op, spec.prescale, spec.postscale, comm,
                              hier);
       activity_end();
       break;
@@ -78,7 +79,7 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
       if (!err.ok()) break;
       Backend& backend = engine.backend_for(spec.dtype, false);
       activity_start(device_activity(backend, "BCAST").c_str());
-      err = backend.broadcast(locals[0]->recv, spec.num_elements(), spec.dtype, root, set);
+      err = backend.broadcast(locals[0]->recv, spec.num_elements(), spec.dtype, root, comm);
       activity_end();
       break;
     }
@@ -87,7 +88,7 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
       for (size_t k = 0; k < batch.items.size(); ++k)
         tensors.push_back({locals[k]->send, locals[k]->recv,
                            reducescatter_counts(responses[batch.items[k]].spec, set.size())});
-      err = engine.reducescatter(tensors, spec.dtype, spec.reduce_op, spec.prescale, spec.postscale, set);
+      err = engine.reducescatter(tensors, spec.dtype, spec.reduce_op, spec.prescale, spec.postscale, comm);
       break;
     }
     case OpType::Allgather:
@@ -110,7 +111,7 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
         } else {
           activity_start(device_activity(engine.backend_for(r.spec.dtype, false), "ALLGATHER").c_str());
           err = engine.backend_for(r.spec.dtype, false)
-                    .allgatherv(locals[k]->send, out, counts, displacements(counts), r.spec.dtype, set);
+                    .allgatherv(locals[k]->send, out, counts, displacements(counts), r.spec.dtype, comm);
         }
         activity_end();
       }
@@ -132,7 +133,7 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
       Backend& backend = engine.backend_for(spec.dtype, false);
       activity_start(device_activity(backend, "ALLTOALL").c_str());
       err = backend.alltoallv(locals[0]->send, send_counts, displacements(send_counts), out, recv_counts,
-                              displacements(recv_counts), spec.dtype, set);
+                              displacements(recv_counts), spec.dtype, comm);
       activity_end();
       break;
     }

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "core/execute.h"
 #include "fusion/scale.h"
 
@@ -123,7 +123,7 @@ Error Executor::gather(const void* send, void* recv, const std::vector<int64_t>&
     return err;
   }
   activity_start("MPI_ALLGATHER");
-  Error err = host_->allgatherv(send, recv, counts, displs, dtype, set);
+  Error err = host_->allgatherv(send, recv, counts, displs, dtype, set.communicator());
   activity_end();
   return err;
 }
@@ -148,7 +148,7 @@ Error Executor::alltoall(const Response& r, Request* local, const ProcessSet& se
   void* recv = out ? out : scratch(static_cast<size_t>(total) * esize, false);
   activity_start("MPI_ALLTOALL");
   Error err = host_->alltoallv(local->send, send_counts, displacements(send_counts), recv, recv_counts,
-                               displacements(recv_counts), r.spec.dtype, set);
+                               displacements(recv_counts), r.spec.dtype, set.communicator());
   activity_end();
   if (err.ok()) err = alloc_error;
   if (!err.ok()) {
@@ -182,7 +182,8 @@ Error Executor::reducescatter(const Response& r, Request* local, const ProcessSe
     send = scaled;
   }
   activity_start("MPI_REDUCESCATTER");
-  Error err = host_->reducescatter(send, local->recv, counts, spec.dtype, transport_op(spec.reduce_op), set);
+  Error err = host_->reducescatter(send, local->recv, counts, spec.dtype, transport_op(spec.reduce_op),
+                                   set.communicator());
   activity_end();
   if (!err.ok()) return err;
   const int divisor = divisor_of(spec, set);
@@ -227,7 +228,8 @@ Error Executor::reducescatter_fused(const Batch& batch, const std::vector<Respon
   }
   activity_end();
   activity_start("MPI_REDUCESCATTER");
-  Error err = host_->reducescatter(buffer, mine, block, spec.dtype, transport_op(spec.reduce_op), set);
+  Error err =
+      host_->reducescatter(buffer, mine, block, spec.dtype, transport_op(spec.reduce_op), set.communicator());
   activity_end();
   if (!err.ok()) return err;
   const int divisor = divisor_of(spec, set);

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "hvd/hvd.h"
 
 namespace hvd {

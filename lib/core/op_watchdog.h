@@ -25,8 +25,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/fusion_planner.h"
 #include "core/response.h"
-#include "fusion/planner.h"
 
 namespace hvd {
 

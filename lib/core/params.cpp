@@ -345,6 +345,17 @@ Params load_params_from_env(std::vector<std::string>* warnings) {
 
 bool param_is_set(const char* name) { return std::getenv(name) != nullptr; }
 
+PinOptions pin_options(const Params& params) {
+  PinOptions options;
+  options.gpu_pinning = params.gpu_pinning;
+  options.cpu_bind = params.cpu_bind;
+  options.topology_xml = params.topology_xml;
+  options.thread_affinity = params.thread_affinity;
+  if (!params.cuda_visible_devices.empty() || param_is_set("CUDA_VISIBLE_DEVICES"))
+    options.cuda_visible_devices = params.cuda_visible_devices;
+  return options;
+}
+
 const std::vector<ParamInfo>& param_registry() {
   static const std::vector<ParamInfo> infos = [] {
     std::vector<ParamInfo> v;

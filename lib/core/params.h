@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "core/log.h"
+#include "base/log.h"
+#include "ops/device/gpu_operations.h"
+#include "topo/pin_options.h"
 
 // HVD_ALLREDUCE_CHUNK_BYTES's default, per MPI, measured on resnet50 with 2 ranks
 // (docs/performance.md, 2026-11-25): MPICH reduces as fast or faster in 1 MiB chunks;
@@ -21,10 +23,6 @@
 #endif
 
 namespace hvd {
-
-// Auto: Core when nothing else placed the process (see pin.cpp), else None.
-enum class CpuBind { None, Numa, Core, Auto };
-enum class GpuOperations { Auto, Nccl, Mpi };
 
 struct Params {
   int64_t fusion_threshold = 128ll << 20;  // bytes; 0 disables fusion
@@ -98,6 +96,10 @@ Params load_params_from_env(std::vector<std::string>* warnings);
 
 // True if the variable is set in the environment (the autotuner holds such knobs fixed).
 bool param_is_set(const char* name);
+
+// What GPU pinning and CPU binding take of the parameters (CUDA_VISIBLE_DEVICES
+// counts as set when the environment has it, even empty).
+PinOptions pin_options(const Params& params);
 
 // The registry, for listing (tools, docs) and for hvd_param_get.
 const std::vector<ParamInfo>& param_registry();

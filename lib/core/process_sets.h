@@ -11,6 +11,8 @@
 
 #include <mpi.h>
 
+#include "ops/communicator.h"
+
 namespace hvd {
 
 struct ProcessSet {
@@ -22,6 +24,8 @@ struct ProcessSet {
 
   int size() const { return static_cast<int>(ranks.size()); }
   bool member() const { return my_set_rank >= 0; }
+  // What the backends take: built on the spot, nothing allocated.
+  Communicator communicator() const { return {id, comm, my_set_rank, size()}; }
   // The set rank of a world rank, or -1 when it is not a member.
   int set_rank(int world_rank) const {
     if (world_rank < 0 || world_rank >= static_cast<int>(set_rank_of.size())) return -1;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/dims.h"
+#include "base/dims.h"
 #include "core/handles.h"
 #include "hvd/hvd.h"
 

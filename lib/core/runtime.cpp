@@ -10,7 +10,7 @@
 
 #include "core/background.h"
 #include "core/enqueue.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "core/step_stats.h"
 #include "timeline/timeline.h"
 #include "ops/mpi/mpi_backend.h"
@@ -227,7 +227,7 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
 
   // Placement problems (an unreadable topology file, a binding not allowed) are
   // reported and the job runs unpinned rather than failing.
-  Error pinned = pin_this_rank(rt->params, rt->local_rank, rt->local_size, &rt->pin);
+  Error pinned = pin_this_rank(pin_options(rt->params), rt->local_rank, rt->local_size, &rt->pin);
   if (!pinned.ok()) HVD_LOG(Warning, "GPU/CPU pinning skipped: %s", pinned.message.c_str());
   if (!rt->pin.log.empty()) HVD_LOG(Info, "%s", rt->pin.log.c_str());
   if (!rt->pin.notes.empty()) HVD_LOG(Debug, "%s", rt->pin.notes.c_str());

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <map>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "core/request.h"
 #include "core/step_stats.h"
 

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 
 namespace hvd {
 

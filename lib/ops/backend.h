@@ -8,9 +8,9 @@
 #include <functional>
 #include <vector>
 
-#include "core/error.h"
-#include "core/process_sets.h"
+#include "base/error.h"
 #include "hvd/hvd.h"
+#include "ops/communicator.h"
 
 namespace hvd {
 
@@ -29,7 +29,7 @@ class Backend {
   // recv = reduction of send over the set (send == recv: in place). op is SUM, MIN,
   // MAX or PRODUCT; AVERAGE is SUM plus scaling done by the caller.
   virtual Error allreduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
-                          hvd_reduce_op_t op, const ProcessSet& set) = 0;
+                          hvd_reduce_op_t op, const Communicator& comm) = 0;
   // A fused allreduce of count elements that the caller hands over piece by piece:
   // fill(offset, n) prepares elements [offset, offset + n) of the operand and returns
   // where they lie (the start of a staging buffer with room for staging_count(count)
@@ -43,36 +43,37 @@ class Backend {
   using Stage = std::function<void(int64_t offset, int64_t count)>;
   virtual int64_t staging_count(int64_t count, hvd_dtype_t) const { return count; }
   virtual Error allreduce_staged(int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
-                                 const ProcessSet& set, const Fill& fill, const Stage& drain) {
+                                 const Communicator& comm, const Fill& fill, const Stage& drain) {
     void* at = fill(0, count);
-    HVD_RETURN_IF_ERROR(allreduce(at, at, count, dtype, op, set));
+    HVD_RETURN_IF_ERROR(allreduce(at, at, count, dtype, op, comm));
     drain(0, count);
     return Error::success();
   }
   // count elements from set rank root to every rank of the set.
   virtual Error broadcast(void* buffer, int64_t count, hvd_dtype_t dtype, int root,
-                          const ProcessSet& set) = 0;
+                          const Communicator& comm) = 0;
   // Set rank r contributes counts[r] elements; recv holds them all, rank r's block at
   // displs[r] (elements). send may be recv + displs[my rank] (in place).
   virtual Error allgatherv(const void* send, void* recv, const std::vector<int64_t>& counts,
                            const std::vector<int64_t>& displs, hvd_dtype_t dtype,
-                           const ProcessSet& set) = 0;
+                           const Communicator& comm) = 0;
   // send_counts[r] elements at send_displs[r] go to set rank r; recv_counts[r] elements
   // from set rank r land at recv_displs[r]. Out of place only.
   virtual Error alltoallv(const void* send, const std::vector<int64_t>& send_counts,
                           const std::vector<int64_t>& send_displs, void* recv,
                           const std::vector<int64_t>& recv_counts,
                           const std::vector<int64_t>& recv_displs, hvd_dtype_t dtype,
-                          const ProcessSet& set) = 0;
+                          const Communicator& comm) = 0;
   // send holds sum(counts) elements laid out rank by rank; recv gets counts[my rank]
   // elements, the reduction over the set of block my rank. Out of place only.
   virtual Error reducescatter(const void* send, void* recv, const std::vector<int64_t>& counts,
-                              hvd_dtype_t dtype, hvd_reduce_op_t op, const ProcessSet& set) = 0;
+                              hvd_dtype_t dtype, hvd_reduce_op_t op, const Communicator& comm) = 0;
 
   // Called on every rank of the world, collectively, after a set is created and
-  // before it is destroyed, so a backend can build or free its own communicators.
-  virtual Error process_set_added(const ProcessSet& set) { return {}; }
-  virtual void process_set_removed(const ProcessSet& set) {}
+  // before it is destroyed (comm.mpi is MPI_COMM_NULL on non-members), so a backend
+  // can build or free its own communicators.
+  virtual Error process_set_added(const Communicator& comm) { return {}; }
+  virtual void process_set_removed(const Communicator& comm) {}
 };
 
 }  // namespace hvd

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <new>
 
-#include "core/log.h"
+#include "base/log.h"
 
 namespace hvd {
 

@@ -12,7 +12,7 @@
 
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "topo/cpuset.h"
 #include "topo/topology.h"
 

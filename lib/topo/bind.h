@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "core/params.h"
+#include "base/error.h"
 #include "topo/assign.h"
 #include "topo/cpuset.h"
+#include "topo/pin_options.h"
 
 namespace hvd {
 

@@ -33,9 +33,9 @@ void add_note(PinResult* out, const std::string& note) {
 // behind another rank's threads (measured: 2x slower small-tensor steps on 2 cores).
 // Anything that already placed the process wins: a launcher's binding (the process
 // may not use every CPU) or HOROVOD_THREAD_AFFINITY.
-CpuBind resolve_auto_bind(const Params& params, bool have_topology, const Topology& topology,
+CpuBind resolve_auto_bind(const PinOptions& options, bool have_topology, const Topology& topology,
                           int local_size, PinResult* out) {
-  if (!have_topology || local_size < 2 || !params.thread_affinity.empty()) return CpuBind::None;
+  if (!have_topology || local_size < 2 || !options.thread_affinity.empty()) return CpuBind::None;
   CpuSet allowed;
   if (!current_affinity(&allowed).ok()) return CpuBind::None;
   if (!allowed.includes(topology.cpus)) {
@@ -49,7 +49,7 @@ CpuBind resolve_auto_bind(const Params& params, bool have_topology, const Topolo
 // Ordinal -> topology GPU. With CUDA devices present, by PCI bus id (CUDA has applied
 // CUDA_VISIBLE_DEVICES and its device order already); otherwise by reading
 // CUDA_VISIBLE_DEVICES against the topology.
-std::vector<int> map_visible(const Params& params, const Topology& topology, int cuda_count,
+std::vector<int> map_visible(const PinOptions& options, const Topology& topology, int cuda_count,
                              PinResult* out) {
   if (cuda_count > 0) {
     std::vector<int> physical;
@@ -68,10 +68,8 @@ std::vector<int> map_visible(const Params& params, const Topology& topology, int
     }
     if (static_cast<int>(physical.size()) == cuda_count) return physical;
   }
-  const bool cvd_set =
-      !params.cuda_visible_devices.empty() || param_is_set("CUDA_VISIBLE_DEVICES");
-  VisibleDevices visible =
-      visible_gpus(topology.gpus, cvd_set ? &params.cuda_visible_devices : nullptr);
+  VisibleDevices visible = visible_gpus(
+      topology.gpus, options.cuda_visible_devices ? &*options.cuda_visible_devices : nullptr);
   add_note(out, visible.note);
   if (cuda_count > 0 && static_cast<int>(visible.physical.size()) > cuda_count)
     visible.physical.resize(static_cast<size_t>(cuda_count));
@@ -80,14 +78,14 @@ std::vector<int> map_visible(const Params& params, const Topology& topology, int
 
 }  // namespace
 
-Error pin_this_rank(const Params& params, int local_rank, int local_size, PinResult* out) {
+Error pin_this_rank(const PinOptions& options, int local_rank, int local_size, PinResult* out) {
   *out = PinResult{};
   if (local_size < 1 || local_rank < 0 || local_rank >= local_size)
     return make_error(HVD_ERR_INVALID_ARGUMENT, "local rank %d of %d is not a valid placement",
                       local_rank, local_size);
 
   int affinity_cpu = -1;
-  Error err = parse_thread_affinity(params.thread_affinity, local_rank, local_size, &affinity_cpu);
+  Error err = parse_thread_affinity(options.thread_affinity, local_rank, local_size, &affinity_cpu);
   if (!err.ok()) return err;
 
   std::string cuda_why;
@@ -95,11 +93,11 @@ Error pin_this_rank(const Params& params, int local_rank, int local_size, PinRes
   add_note(out, cuda_why);
 
   bool need_topology =
-      params.gpu_pinning || params.cpu_bind == CpuBind::Numa || params.cpu_bind == CpuBind::Core;
+      options.gpu_pinning || options.cpu_bind == CpuBind::Numa || options.cpu_bind == CpuBind::Core;
   Topology topology;
   if (need_topology) {
-    err = load_topology(params.topology_xml, &topology);
-    if (!err.ok() && !params.topology_xml.empty()) return err;
+    err = load_topology(options.topology_xml, &topology);
+    if (!err.ok() && !options.topology_xml.empty()) return err;
     if (!err.ok()) {  // this machine's topology is a nicety, not a requirement
       add_note(out, err.message);
       need_topology = false;
@@ -107,7 +105,7 @@ Error pin_this_rank(const Params& params, int local_rank, int local_size, PinRes
   }
 
   if (need_topology) {
-    std::vector<int> visible = map_visible(params, topology, cuda_count, out);
+    std::vector<int> visible = map_visible(options, topology, cuda_count, out);
     std::vector<RankPlacement> placements;
     err = assign_gpus(topology, visible, local_size, &placements);
     if (!err.ok()) return err;
@@ -115,11 +113,11 @@ Error pin_this_rank(const Params& params, int local_rank, int local_size, PinRes
     out->assigned_gpu = out->placement.gpu;
   }
 
-  if (params.gpu_pinning && out->assigned_gpu >= 0 && cuda_count > 0) {
+  if (options.gpu_pinning && out->assigned_gpu >= 0 && cuda_count > 0) {
     err = cuda_set_device(out->assigned_gpu);
     if (!err.ok()) return err;
     out->device = out->assigned_gpu;
-  } else if (!params.gpu_pinning && cuda_count > 0) {
+  } else if (!options.gpu_pinning && cuda_count > 0) {
     int current = -1;
     if (cuda_get_device(&current).ok()) out->device = current;
     add_note(out, "HVD_GPU_PINNING=0: the current CUDA device is left as it is");
@@ -131,19 +129,19 @@ Error pin_this_rank(const Params& params, int local_rank, int local_size, PinRes
     if (!err.ok()) return err;
   }
 
-  const CpuBind mode = params.cpu_bind == CpuBind::Auto
-                           ? resolve_auto_bind(params, need_topology, topology, local_size, out)
-                           : params.cpu_bind;
+  const CpuBind mode = options.cpu_bind == CpuBind::Auto
+                           ? resolve_auto_bind(options, need_topology, topology, local_size, out)
+                           : options.cpu_bind;
   const CpuSet bind = binding_cpus(mode, out->placement);
   if (mode != CpuBind::None) {
     if (bind.empty()) {
-      add_note(out, std::string("HVD_CPU_BIND=") + bind_name(params.cpu_bind) +
+      add_note(out, std::string("HVD_CPU_BIND=") + bind_name(options.cpu_bind) +
                         ": the topology gave no CPUs for this rank; not binding");
     } else {
       err = bind_process(bind);
       if (err.ok()) {
         out->process_cpus = bind;
-      } else if (params.cpu_bind == CpuBind::Auto) {
+      } else if (options.cpu_bind == CpuBind::Auto) {
         add_note(out, "HVD_CPU_BIND=auto: " + err.message + "; not binding");  // a nicety only
       } else {
         return err;
@@ -166,7 +164,7 @@ Error pin_this_rank(const Params& params, int local_rank, int local_size, PinRes
   if (!out->placement.domain_cpus.empty())
     line += ", near CPUs " + out->placement.domain_cpus.to_string();
   line += std::string(", cpu bind ") + bind_name(mode);
-  if (params.cpu_bind == CpuBind::Auto) line += " (auto)";
+  if (options.cpu_bind == CpuBind::Auto) line += " (auto)";
   if (!out->process_cpus.empty()) line += " to " + out->process_cpus.to_string();
   if (!out->thread_cpus.empty()) line += ", background thread on " + out->thread_cpus.to_string();
   if (need_topology) line += " [" + topology.source + "]";

@@ -4,10 +4,10 @@
 
 #include <string>
 
-#include "core/error.h"
-#include "core/params.h"
+#include "base/error.h"
 #include "topo/assign.h"
 #include "topo/cpuset.h"
+#include "topo/pin_options.h"
 
 namespace hvd {
 
@@ -27,7 +27,7 @@ struct PinResult {
 // (HVD_CPU_BIND). No GPU is not an error. Errors: an unreadable HVD_TOPOLOGY_XML, a
 // malformed HOROVOD_THREAD_AFFINITY, a binding the process may not have, a CUDA
 // failure on an existing device; out then holds what was decided before it.
-Error pin_this_rank(const Params& params, int local_rank, int local_size, PinResult* out);
+Error pin_this_rank(const PinOptions& options, int local_rank, int local_size, PinResult* out);
 
 // On the background thread, first thing: the same current device (CUDA's current
 // device is per thread) and the thread binding.

@@ -4,7 +4,7 @@
 #include <cinttypes>
 #include <cmath>
 
-#include "core/log.h"
+#include "base/log.h"
 
 namespace hvd {
 

@@ -1,14 +1,30 @@
 #include "tune/step_detector.h"
 
+#include <iterator>
+
 namespace hvd {
 
 bool StepDetector::observe(std::string_view name) {
-  if (seen_.find(name) == seen_.end()) {
-    seen_.emplace(name);
+  auto it = seen_.find(name);
+  if (it == seen_.end()) {
+    seen_.emplace(std::string(name), step_);
+    ++in_step_;
     return false;
   }
-  seen_.clear();
-  seen_.emplace(name);
+  if (it->second != step_) {
+    it->second = step_;
+    ++in_step_;
+    return false;
+  }
+  // Seen in this step already: it begins the next one.
+  const uint64_t ended = step_++;
+  if (seen_.size() > 2 * in_step_ + 1024) {
+    for (auto e = seen_.begin(); e != seen_.end();)
+      e = e->second == ended ? std::next(e) : seen_.erase(e);
+    it = seen_.find(name);
+  }
+  it->second = step_;
+  in_step_ = 1;
   return true;
 }
 

@@ -4,25 +4,36 @@
 // step changes with the fusion threshold.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_set>
+#include <unordered_map>
 
 namespace hvd {
 
 class StepDetector {
  public:
-  // Notes one executed tensor; true when it begins a new step (the set then restarts
-  // with this name).
+  // Notes one executed tensor; true when it begins a new step.
   bool observe(std::string_view name);
-  void reset() { seen_.clear(); }
+  size_t tracked() const { return seen_.size(); }  // names held (tests)
+  void reset() {
+    seen_.clear();
+    step_ = 1;
+    in_step_ = 0;
+  }
 
  private:
   struct Hash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
-  std::unordered_set<std::string, Hash, std::equal_to<>> seen_;
+  // Each name with the last step it ran in. Names stay from step to step (the same
+  // ones come back every step), so observing one allocates nothing in steady state;
+  // names that stop coming back (automatic names count up) are dropped when they
+  // outnumber the step's own.
+  std::unordered_map<std::string, uint64_t, Hash, std::equal_to<>> seen_;
+  uint64_t step_ = 1;
+  size_t in_step_ = 0;  // names seen in the current step
 };
 
 }  // namespace hvd

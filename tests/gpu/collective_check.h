@@ -8,7 +8,6 @@
 #include <functional>
 #include <memory>
 
-#include "core/process_sets.h"
 #include "gpu_test_util.h"
 #include "ops/backend.h"
 #include "ops/device/device_context.h"
@@ -17,7 +16,7 @@ namespace hvd_test {
 
 using hvd::Backend;
 using hvd::DeviceContext;
-using hvd::ProcessSet;
+using hvd::Communicator;
 
 inline double element(const std::vector<unsigned char>& t, hvd_dtype_t dtype, int64_t i) {
   const unsigned char* p = t.data() + i * hvd::dtype_size(dtype);
@@ -61,9 +60,9 @@ inline void fail_at(const char* what, hvd_dtype_t dtype, int64_t i, double got, 
 }
 
 // reduces: whether the backend can reduce dtype (NCCL cannot reduce 16-bit integers).
-inline void check_collectives(Backend& backend, DeviceContext& ctx, const ProcessSet& set,
+inline void check_collectives(Backend& backend, DeviceContext& ctx, const Communicator& comm,
                               const std::function<bool(hvd_dtype_t)>& reduces) {
-  const int me = set.my_set_rank, n = set.size();
+  const int me = comm.rank, n = comm.size;
   auto finish = [&] {
     hvd::DeviceEvent done;
     CHECK_OK(ctx.record(&done));
@@ -78,8 +77,8 @@ inline void check_collectives(Backend& backend, DeviceContext& ctx, const Proces
         void* d = to_device(mine);
         void* out = nullptr;
         CHECK_CUDA(cudaMalloc(&out, count * esize));
-        CHECK_OK(backend.allreduce(d, out, count, dtype, op, set));   // out of place
-        CHECK_OK(backend.allreduce(d, d, count, dtype, op, set));     // in place
+        CHECK_OK(backend.allreduce(d, out, count, dtype, op, comm));   // out of place
+        CHECK_OK(backend.allreduce(d, d, count, dtype, op, comm));     // in place
         finish();
         auto got = to_host(out, count * esize), got2 = to_host(d, count * esize);
         CHECK(got == got2);
@@ -103,7 +102,7 @@ inline void check_collectives(Backend& backend, DeviceContext& ctx, const Proces
       void* d = to_device(inputs[me]);
       void* out = nullptr;
       CHECK_CUDA(cudaMalloc(&out, counts[me] * esize));
-      CHECK_OK(backend.reducescatter(d, out, counts, dtype, HVD_OP_SUM, set));
+      CHECK_OK(backend.reducescatter(d, out, counts, dtype, HVD_OP_SUM, comm));
       finish();
       auto got = to_host(out, counts[me] * esize);
       int64_t first = 0;
@@ -123,7 +122,7 @@ inline void check_collectives(Backend& backend, DeviceContext& ctx, const Proces
       auto data = random_tensor(dtype, count, seed(root, 60, dtype));
       auto mine = me == root ? data : std::vector<unsigned char>(data.size(), 0);
       void* d = to_device(mine);
-      CHECK_OK(backend.broadcast(d, count, dtype, root, set));
+      CHECK_OK(backend.broadcast(d, count, dtype, root, comm));
       finish();
       CHECK(to_host(d, data.size()) == data);
       cudaFree(d);
@@ -140,13 +139,13 @@ inline void check_collectives(Backend& backend, DeviceContext& ctx, const Proces
       void* send = to_device(random_tensor(dtype, counts[me], seed(me, 70, dtype)));
       void* recv = nullptr;
       CHECK_CUDA(cudaMalloc(&recv, total * esize));
-      CHECK_OK(backend.allgatherv(send, recv, counts, displs, dtype, set));
+      CHECK_OK(backend.allgatherv(send, recv, counts, displs, dtype, comm));
       finish();
       CHECK(to_host(recv, want.size()) == want);
       // Equal blocks take NCCL's allgather path.
       std::vector<int64_t> eq(n, 3), eqd;
       for (int r = 0; r < n; ++r) eqd.push_back(3 * r);
-      CHECK_OK(backend.allgatherv(send, recv, eq, eqd, dtype, set));
+      CHECK_OK(backend.allgatherv(send, recv, eq, eqd, dtype, comm));
       finish();
       cudaFree(send);
       cudaFree(recv);
@@ -162,7 +161,7 @@ inline void check_collectives(Backend& backend, DeviceContext& ctx, const Proces
       void* send = to_device(mine);
       void* recv = nullptr;
       CHECK_CUDA(cudaMalloc(&recv, rt * esize));
-      CHECK_OK(backend.alltoallv(send, sc, sd, recv, rc, rd, dtype, set));
+      CHECK_OK(backend.alltoallv(send, sc, sd, recv, rc, rd, dtype, comm));
       finish();
       auto got = to_host(recv, rt * esize);
       for (int s = 0; s < n; ++s) {

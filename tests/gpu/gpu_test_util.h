@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "ops/device/device_runtime.h"
 
 namespace hvd_test {

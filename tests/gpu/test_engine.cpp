@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
     std::vector<int> everyone;
     for (int r = 0; r < size; ++r) everyone.push_back(r);
     auto world = make_process_set(0, everyone, MPI_COMM_WORLD, rank, size);
-    CHECK_OK(engine->process_set_added(*world));
+    const Communicator comm = world->communicator();
+    CHECK_OK(engine->process_set_added(comm));
 
     for (hvd_dtype_t dtype : {HVD_FLOAT32, HVD_FLOAT16, HVD_BFLOAT16, HVD_INT32, HVD_FLOAT64}) {
       const size_t esize = dtype_size(dtype);
@@ -76,7 +77,7 @@ int main(int argc, char** argv) {
       // Sum of 2(r+1) over n ranks is n(n+1), its average n + 1; the scale factors
       // cancel, in an order that keeps integer averages exact.
       const double pre = dtype == HVD_INT32 ? 2.0 : 0.5;
-      CHECK_OK(engine->allreduce(tensors, dtype, HVD_OP_AVERAGE, pre, 1.0 / pre, *world));
+      CHECK_OK(engine->allreduce(tensors, dtype, HVD_OP_AVERAGE, pre, 1.0 / pre, comm));
       DeviceEvent done;
       CHECK_OK(engine->finish(&done));
       CHECK_OK(done.synchronize());
@@ -102,7 +103,7 @@ int main(int argc, char** argv) {
       }
       // One tensor alone goes without the fusion buffer.
       void* one = to_device(random_tensor(dtype, 5000, 3));
-      CHECK_OK(engine->allreduce({{one, one, 5000}}, dtype, HVD_OP_MAX, 1.0, 1.0, *world));
+      CHECK_OK(engine->allreduce({{one, one, 5000}}, dtype, HVD_OP_MAX, 1.0, 1.0, comm));
       CHECK_OK(engine->finish(&done));
       CHECK_OK(done.synchronize());
       CHECK(to_host(one, 5000 * esize) == random_tensor(dtype, 5000, 3));  // same on every rank
@@ -131,7 +132,7 @@ int main(int argc, char** argv) {
         recvs.push_back(recv);
       }
       CHECK_OK(engine->begin({nullptr}));
-      CHECK_OK(engine->reducescatter(tensors, HVD_FLOAT64, HVD_OP_AVERAGE, 2.0, 0.5, *world));
+      CHECK_OK(engine->reducescatter(tensors, HVD_FLOAT64, HVD_OP_AVERAGE, 2.0, 0.5, comm));
       DeviceEvent done;
       CHECK_OK(engine->finish(&done));
       CHECK_OK(done.synchronize());
@@ -152,7 +153,7 @@ int main(int argc, char** argv) {
         }
       }
       std::vector<DeviceScatterTensor> one = {tensors[4]};
-      CHECK_OK(engine->reducescatter(one, HVD_FLOAT64, HVD_OP_SUM, 1.0, 1.0, *world));
+      CHECK_OK(engine->reducescatter(one, HVD_FLOAT64, HVD_OP_SUM, 1.0, 1.0, comm));
       CHECK_OK(engine->finish(&done));
       CHECK_OK(done.synchronize());
       int64_t first = 0;

@@ -120,7 +120,7 @@ struct Job {
   DeviceEngine* engine;
   HierarchicalAllreduce* hier;
   HierarchicalAllgather* hier_ag;
-  const ProcessSet* world;
+  Communicator world;
 };
 
 void finish(DeviceEngine& engine) {
@@ -147,9 +147,9 @@ void allreduce_matches_flat(Job& job) {
         void* out = nullptr;
         CHECK_CUDA(cudaMalloc(&out, host.empty() ? 1 : host.size()));
         // In place, hierarchical; out of place, hierarchical; in place, flat.
-        CHECK_OK(job.engine->allreduce({{a, a, n}}, dtype, op, 1.0, 1.0, *job.world, job.hier));
-        CHECK_OK(job.engine->allreduce({{b, out, n}}, dtype, op, 1.0, 1.0, *job.world, job.hier));
-        CHECK_OK(job.engine->allreduce({{b, b, n}}, dtype, op, 1.0, 1.0, *job.world, nullptr));
+        CHECK_OK(job.engine->allreduce({{a, a, n}}, dtype, op, 1.0, 1.0, job.world, job.hier));
+        CHECK_OK(job.engine->allreduce({{b, out, n}}, dtype, op, 1.0, 1.0, job.world, job.hier));
+        CHECK_OK(job.engine->allreduce({{b, b, n}}, dtype, op, 1.0, 1.0, job.world, nullptr));
         finish(*job.engine);
         auto hier = to_host(a, host.size()), hier2 = to_host(out, host.size()), flat = to_host(b, host.size());
         if (hier != flat || hier2 != flat) {
@@ -184,7 +184,7 @@ void allreduce_matches_flat(Job& job) {
     bufs.push_back(to_device(host));
     tensors.push_back({bufs.back(), bufs.back(), n});
   }
-  CHECK_OK(job.engine->allreduce(tensors, HVD_FLOAT32, HVD_OP_AVERAGE, 0.5, 2.0, *job.world, job.hier));
+  CHECK_OK(job.engine->allreduce(tensors, HVD_FLOAT32, HVD_OP_AVERAGE, 0.5, 2.0, job.world, job.hier));
   finish(*job.engine);
   for (size_t t = 0; t < bufs.size(); ++t) {
     auto got = to_host(bufs[t], static_cast<size_t>(tensors[t].count) * 4);
@@ -204,7 +204,7 @@ void counters_show_the_cross_node_traffic(Job& job) {
   void* d = to_device(host);
   const uint64_t global0 = job.counters->global_bytes, cross0 = job.counters->cross_bytes,
                  local0 = job.counters->local_bytes;
-  CHECK_OK(job.engine->allreduce({{d, d, n}}, HVD_FLOAT32, HVD_OP_SUM, 1.0, 1.0, *job.world, job.hier));
+  CHECK_OK(job.engine->allreduce({{d, d, n}}, HVD_FLOAT32, HVD_OP_SUM, 1.0, 1.0, job.world, job.hier));
   finish(*job.engine);
   CHECK(get_element(to_host(d, 4), HVD_FLOAT32, 0) == job.size);
   const uint64_t global = job.counters->global_bytes - global0, cross = job.counters->cross_bytes - cross0,
@@ -226,7 +226,7 @@ void counters_show_the_cross_node_traffic(Job& job) {
   }
   // The flat algorithm on the same buffer: all of it global.
   const uint64_t g1 = job.counters->global_bytes;
-  CHECK_OK(job.engine->allreduce({{d, d, n}}, HVD_FLOAT32, HVD_OP_SUM, 1.0, 1.0, *job.world, nullptr));
+  CHECK_OK(job.engine->allreduce({{d, d, n}}, HVD_FLOAT32, HVD_OP_SUM, 1.0, 1.0, job.world, nullptr));
   finish(*job.engine);
   CHECK(job.counters->global_bytes - g1 + 8 >= static_cast<uint64_t>(2.0 * (job.size - 1) / job.size * bytes));
   cudaFree(d);
@@ -261,7 +261,7 @@ void allgather_matches_flat(Job& job) {
       if (job.layout.node.local_rank != 0) CHECK(job.counters->cross_bytes == cross0);
       CHECK(to_host(hier_out, want.size()) == want);
       CHECK_OK(job.engine->backend_for(dtype, false)
-                   .allgatherv(send, flat_out, counts, displs, dtype, *job.world));
+                   .allgatherv(send, flat_out, counts, displs, dtype, job.world));
       finish(*job.engine);
       CHECK(to_host(flat_out, want.size()) == to_host(hier_out, want.size()));
       // In place: this rank's block already sits in the output.
@@ -317,12 +317,12 @@ int main(int argc, char** argv) {
     std::vector<int> everyone;
     for (int r = 0; r < job.size; ++r) everyone.push_back(r);
     auto world = make_process_set(0, everyone, MPI_COMM_WORLD, job.rank, job.size);
-    CHECK_OK(engine->process_set_added(*world));
+    CHECK_OK(engine->process_set_added(world->communicator()));
     job.counters = &counters;
     job.engine = engine.get();
     job.hier = &hier;
     job.hier_ag = &hier_ag;
-    job.world = world.get();
+    job.world = world->communicator();
     if (job.rank == 0)
       std::printf("gpu-hier-%s: %d ranks, local size %d, %s nodes\n", mode.c_str(), job.size,
                   job.layout.node.local_size, job.layout.node.homogeneous ? "even" : "uneven");

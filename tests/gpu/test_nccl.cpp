@@ -2,6 +2,7 @@
 // the global set; a grouped allreduce; a second process set. Run under mpiexec; one
 // rank is enough (and all one GPU allows), more ranks need one GPU each.
 #include "collective_check.h"
+#include "core/process_sets.h"
 #include "ops/nccl/nccl_backend.h"
 
 using namespace hvd;
@@ -28,21 +29,22 @@ int main(int argc, char** argv) {
     std::vector<int> everyone;
     for (int r = 0; r < size; ++r) everyone.push_back(r);
     auto world = make_process_set(0, everyone, MPI_COMM_WORLD, rank, size);
-    CHECK_OK(nccl.process_set_added(*world));
-    check_collectives(nccl, *ctx, *world, [](hvd_dtype_t d) { return NcclBackend::supports(d); });
+    const Communicator comm = world->communicator();
+    CHECK_OK(nccl.process_set_added(comm));
+    check_collectives(nccl, *ctx, comm, [](hvd_dtype_t d) { return NcclBackend::supports(d); });
     CHECK(counters.collectives.load() > 0);
 
     // 16-bit integers are refused with a reason, not reduced wrongly.
     void* d = nullptr;
     CHECK_CUDA(cudaMalloc(&d, 64));
-    Error err = nccl.allreduce(d, d, 8, HVD_INT16, HVD_OP_SUM, *world);
+    Error err = nccl.allreduce(d, d, 8, HVD_INT16, HVD_OP_SUM, comm);
     CHECK(err.status == HVD_ERR_UNSUPPORTED);
 
     // Grouped: three allreduces in one NCCL group.
     std::vector<void*> bufs;
     for (int i = 0; i < 3; ++i) bufs.push_back(to_device(random_tensor(HVD_FLOAT32, 1000, 7 + i)));
     CHECK_OK(nccl.group_start());
-    for (void* b : bufs) CHECK_OK(nccl.allreduce(b, b, 1000, HVD_FLOAT32, HVD_OP_SUM, *world));
+    for (void* b : bufs) CHECK_OK(nccl.allreduce(b, b, 1000, HVD_FLOAT32, HVD_OP_SUM, comm));
     CHECK_OK(nccl.group_end());
     DeviceEvent done;
     CHECK_OK(ctx->record(&done));
@@ -56,10 +58,10 @@ int main(int argc, char** argv) {
 
     // A second set (all ranks, another id), its own communicator, then removed.
     auto second = make_process_set(1, everyone, MPI_COMM_WORLD, rank, size);
-    CHECK_OK(nccl.process_set_added(*second));
-    CHECK_OK(nccl.broadcast(d, 16, HVD_UINT8, 0, *second));
+    CHECK_OK(nccl.process_set_added(second->communicator()));
+    CHECK_OK(nccl.broadcast(d, 16, HVD_UINT8, 0, second->communicator()));
     CHECK_OK(ctx->synchronize());
-    nccl.process_set_removed(*second);
+    nccl.process_set_removed(second->communicator());
     MPI_Comm_free(&second->comm);
 
     // Local communicator for hierarchical algorithms.

@@ -1,6 +1,7 @@
 // The host-staged backend: device tensors through pinned host memory and MPI, every
 // collective and every dtype (16-bit integers included). Ranks may share one GPU.
 #include "collective_check.h"
+#include "core/process_sets.h"
 #include "ops/device/staged_backend.h"
 #include "ops/mpi/mpi_backend.h"
 #include "ops/mpi/mpi_types.h"
@@ -30,7 +31,7 @@ int main(int argc, char** argv) {
     std::vector<int> everyone;
     for (int r = 0; r < size; ++r) everyone.push_back(r);
     auto world = make_process_set(0, everyone, MPI_COMM_WORLD, rank, size);
-    check_collectives(staged, *ctx, *world, [](hvd_dtype_t) { return true; });
+    check_collectives(staged, *ctx, world->communicator(), [](hvd_dtype_t) { return true; });
     MPI_Comm_free(&world->comm);
   }
   mpi_types_free();

@@ -29,8 +29,8 @@ CpuSet original;
 int save_affinity(void**) { return current_affinity(&original).ok() ? 0 : -1; }
 int restore_affinity(void**) { return bind_process(original).ok() ? 0 : -1; }
 
-Params xml_params(const char* file) {
-  Params p;
+PinOptions xml_options(const char* file) {
+  PinOptions p;
   p.topology_xml = data(file);
   return p;
 }
@@ -114,7 +114,7 @@ void bind_whole_process(void**) {
 }
 
 void pin_on_dgx(void**) {
-  Params p = xml_params("dgx_2s_8gpu.xml");
+  PinOptions p = xml_options("dgx_2s_8gpu.xml");
   PinResult r;
   Error err = pin_this_rank(p, 1, 2, &r);
   assert_true(err.ok());
@@ -131,7 +131,7 @@ void pin_on_dgx(void**) {
   assert_true(r.thread_cpus.empty());
   assert_non_null(strstr(r.log.c_str(), "dgx_2s_8gpu.xml"));
 
-  // CUDA_VISIBLE_DEVICES through the parameters.
+  // CUDA_VISIBLE_DEVICES through the options.
   p.cuda_visible_devices = "GPU-5a100006,GPU-5a100001";
   assert_true(pin_this_rank(p, 0, 2, &r).ok());
   if (!have_cuda_device()) {
@@ -142,7 +142,7 @@ void pin_on_dgx(void**) {
 }
 
 void pin_without_gpus(void**) {
-  Params p = xml_params("cpu_2s_nogpu.xml");
+  PinOptions p = xml_options("cpu_2s_nogpu.xml");
   PinResult r;
   assert_true(pin_this_rank(p, 3, 4, &r).ok());
   assert_int_equal(r.assigned_gpu, -1);
@@ -158,7 +158,7 @@ void pin_binds_on_this_machine(void**) {
   // The machine's own topology, so the CPUs exist: each mode binds the process to
   // what the assignment says, restricted to the CPUs it may use.
   for (CpuBind mode : {CpuBind::Numa, CpuBind::Core}) {
-    Params p;
+    PinOptions p;
     p.cpu_bind = mode;
     const int local_size = 2;
     for (int rank = 0; rank < local_size; ++rank) {
@@ -180,7 +180,7 @@ void pin_binds_on_this_machine(void**) {
 }
 
 void pin_auto_binds_only_a_free_process(void**) {
-  Params p;  // HVD_CPU_BIND=auto, this machine's topology
+  PinOptions p;  // HVD_CPU_BIND=auto, this machine's topology
   assert_true(p.cpu_bind == CpuBind::Auto);
   // Free to run anywhere, two ranks on the node: each gets its share, as `core`.
   for (int rank = 0; rank < 2; ++rank) {
@@ -219,7 +219,7 @@ void pin_auto_binds_only_a_free_process(void**) {
 }
 
 void pin_thread_affinity(void**) {
-  Params p;
+  PinOptions p;
   p.gpu_pinning = false;
   const int cpu = original.cpus().back();
   p.thread_affinity = "0," + std::to_string(cpu);
@@ -240,11 +240,11 @@ void pin_thread_affinity(void**) {
 
 void pin_errors(void**) {
   PinResult r;
-  Params p = xml_params("missing.xml");
+  PinOptions p = xml_options("missing.xml");
   Error err = pin_this_rank(p, 0, 1, &r);
   assert_int_equal(err.status, HVD_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(err.message.c_str(), "missing.xml"));
-  p = xml_params("dgx_2s_8gpu.xml");
+  p = xml_options("dgx_2s_8gpu.xml");
   assert_int_equal(pin_this_rank(p, 2, 2, &r).status, HVD_ERR_INVALID_ARGUMENT);
   assert_int_equal(pin_this_rank(p, 0, 0, &r).status, HVD_ERR_INVALID_ARGUMENT);
   // Binding to the DGX's last cores, which this machine does not have.
@@ -255,7 +255,7 @@ void pin_errors(void**) {
     assert_non_null(strstr(err.message.c_str(), "28-31,60-63"));
   }
   // Pinning off and no binding: the topology is not even read.
-  p = xml_params("missing.xml");
+  p = xml_options("missing.xml");
   p.gpu_pinning = false;
   assert_true(pin_this_rank(p, 0, 1, &r).ok());
 }

@@ -527,6 +527,19 @@ void steps_end_when_a_name_returns(void**) {
   assert_false(d.observe("b"));
 }
 
+// Names that never come back (automatic names count up) do not pile up, and pruning
+// them changes no step boundary.
+void steps_forget_names_that_stop_coming(void**) {
+  StepDetector d;
+  int boundaries = 0;
+  for (int step = 0; step < 50; ++step) {
+    for (int t = 0; t < 3; ++t) boundaries += d.observe("grad." + std::to_string(t));
+    for (int t = 0; t < 100; ++t) boundaries += d.observe("auto." + std::to_string(step * 100 + t));
+  }
+  assert_int_equal(boundaries, 49);  // every step after the first begins at grad.0
+  assert_true(d.tracked() <= 2 * 103 + 1024 + 103);
+}
+
 void invalid_configs_are_errors(void**) {
   struct Case {
     void (*edit)(TunerConfig&);
@@ -593,6 +606,7 @@ int main() {
       cmocka_unit_test(tiny_budgets),
       cmocka_unit_test(csv_log),
       cmocka_unit_test(steps_end_when_a_name_returns),
+      cmocka_unit_test(steps_forget_names_that_stop_coming),
       cmocka_unit_test(invalid_configs_are_errors),
   };
   int failed = cmocka_run_group_tests_name("tune", tests, nullptr, nullptr);

@@ -5,12 +5,12 @@
 #include <vector>
 
 
+#include "base/error.h"
 #include "core/agreement.h"
-#include "core/error.h"
+#include "core/fusion_planner.h"
 #include "core/response_cache.h"
 #include "core/wire.h"
 #include "fusion/fused_cursor.h"
-#include "fusion/planner.h"
 #include "fusion/scale.h"
 
 // After our headers: cmocka.h defines a fail() macro.

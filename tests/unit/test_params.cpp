@@ -1,5 +1,6 @@
 // The parameter registry: every knob's default, a valid value, and an invalid value
 // that keeps the default with a warning naming the variable.
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -142,6 +143,28 @@ void ranges_are_enforced(void**) {
   assert_true(p.cycle_time_ms == 1.0);
 }
 
+// Pinning takes its knobs through PinOptions; CUDA_VISIBLE_DEVICES counts as set
+// when it has a value or when the environment has it, empty.
+void pin_options_from_params(void**) {
+  Params p = load({{"HVD_GPU_PINNING", "0"}, {"HVD_CPU_BIND", "numa"},
+                   {"HVD_TOPOLOGY_XML", "/x.xml"}, {"HOROVOD_THREAD_AFFINITY", "1,0"},
+                   {"CUDA_VISIBLE_DEVICES", "1,0"}},
+                  nullptr);
+  PinOptions o = pin_options(p);
+  assert_false(o.gpu_pinning);
+  assert_true(o.cpu_bind == CpuBind::Numa);
+  assert_string_equal(o.topology_xml.c_str(), "/x.xml");
+  assert_string_equal(o.thread_affinity.c_str(), "1,0");
+  assert_true(o.cuda_visible_devices && *o.cuda_visible_devices == "1,0");
+
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  assert_false(pin_options(Params{}).cuda_visible_devices.has_value());
+  setenv("CUDA_VISIBLE_DEVICES", "", 1);
+  o = pin_options(Params{});
+  assert_true(o.cuda_visible_devices && o.cuda_visible_devices->empty());
+  unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
 }  // namespace
 
 int main() {
@@ -151,6 +174,7 @@ int main() {
       cmocka_unit_test(booleans_read_true_as_true),
       cmocka_unit_test(byte_sizes),
       cmocka_unit_test(ranges_are_enforced),
+      cmocka_unit_test(pin_options_from_params),
   };
   return cmocka_run_group_tests_name("params", tests, nullptr, nullptr);
 }

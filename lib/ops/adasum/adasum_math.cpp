@@ -3,7 +3,7 @@
 #include <cfloat>
 #include <cmath>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 
 namespace hvd {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "hvd/hvd.h"
 #include "ops/device/copy_kernel.h"
 #include "ops/device/device_buffer.h"

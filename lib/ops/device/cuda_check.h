@@ -3,7 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace hvd {
 

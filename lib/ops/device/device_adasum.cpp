@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "hvd_build_config.h"
 
 #if HVD_HAVE_NCCL
@@ -28,7 +28,7 @@ std::vector<int64_t> counts_within(const std::vector<int64_t>& counts, int64_t l
 
 }  // namespace
 
-bool DeviceAdasum::across_nodes(const ProcessSet& set, hvd_dtype_t dtype, const NodeLayout* layout) const {
+bool DeviceAdasum::across_nodes(const Communicator& set, hvd_dtype_t dtype, const NodeLayout* layout) const {
 #if HVD_HAVE_NCCL
   return nccl_ && layout && set.id == 0 && NcclBackend::supports(dtype);
 #else
@@ -37,13 +37,13 @@ bool DeviceAdasum::across_nodes(const ProcessSet& set, hvd_dtype_t dtype, const 
 #endif
 }
 
-Error DeviceAdasum::check(const ProcessSet& set, hvd_dtype_t dtype, const NodeLayout* layout) const {
+Error DeviceAdasum::check(const Communicator& set, hvd_dtype_t dtype, const NodeLayout* layout) const {
   if (!across_nodes(set, dtype, layout)) {
-    if (!power_of_two(set.size()))
+    if (!power_of_two(set.size))
       return make_error(HVD_ERR_UNSUPPORTED,
                         "HVD_OP_ADASUM needs a power-of-two number of ranks in the process set; "
                         "this one has %d",
-                        set.size());
+                        set.size);
     return Error::success();
   }
   if (!layout->homogeneous)
@@ -60,7 +60,7 @@ Error DeviceAdasum::check(const ProcessSet& set, hvd_dtype_t dtype, const NodeLa
 }
 
 Error DeviceAdasum::reduce(void* buffer, const std::vector<int64_t>& counts, hvd_dtype_t dtype,
-                           const ProcessSet& set, const NodeLayout* layout) {
+                           const Communicator& set, const NodeLayout* layout) {
   HVD_RETURN_IF_ERROR(check(set, dtype, layout));
   counters_->collectives.fetch_add(1, std::memory_order_relaxed);
   if (across_nodes(set, dtype, layout)) return nodes(static_cast<char*>(buffer), counts, dtype, *layout);
@@ -68,7 +68,7 @@ Error DeviceAdasum::reduce(void* buffer, const std::vector<int64_t>& counts, hvd
 }
 
 Error DeviceAdasum::staged(void* buffer, const std::vector<int64_t>& counts, hvd_dtype_t dtype,
-                           const ProcessSet& set) {
+                           const Communicator& set) {
   int64_t total = 0;
   for (int64_t c : counts) total += c;
   const size_t bytes = static_cast<size_t>(total) * dtype_size(dtype);
@@ -77,7 +77,7 @@ Error DeviceAdasum::staged(void* buffer, const std::vector<int64_t>& counts, hvd
   HVD_RETURN_IF_ERROR(host_.reserve(bytes));
   HVD_RETURN_IF_ERROR(device_->copy(host_.data(), buffer, bytes));
   HVD_RETURN_IF_ERROR(device_->synchronize());
-  HVD_RETURN_IF_ERROR(vhdd_.allreduce(host_.data(), counts, dtype, set.comm, MPI_COMM_NULL,
+  HVD_RETURN_IF_ERROR(vhdd_.allreduce(host_.data(), counts, dtype, set.mpi, MPI_COMM_NULL,
                                       &counters_->global_bytes));
   return device_->copy(buffer, host_.data(), bytes);
 }

@@ -35,16 +35,16 @@ class DeviceAdasum {
 
   // Whether reduce() combines across nodes for this set and dtype (layout: the job's,
   // for the global set; nullptr otherwise). The same answer on every rank.
-  bool across_nodes(const ProcessSet& set, hvd_dtype_t dtype, const NodeLayout* layout) const;
+  bool across_nodes(const Communicator& set, hvd_dtype_t dtype, const NodeLayout* layout) const;
   // Why reduce() cannot run for this set (nodes unequal or not a power of two, a set
   // whose size is not), or success. The same answer on every rank.
-  Error check(const ProcessSet& set, hvd_dtype_t dtype, const NodeLayout* layout) const;
+  Error check(const Communicator& set, hvd_dtype_t dtype, const NodeLayout* layout) const;
   Error reduce(void* buffer, const std::vector<int64_t>& counts, hvd_dtype_t dtype,
-               const ProcessSet& set, const NodeLayout* layout);
+               const Communicator& set, const NodeLayout* layout);
 
  private:
   Error staged(void* buffer, const std::vector<int64_t>& counts, hvd_dtype_t dtype,
-               const ProcessSet& set);
+               const Communicator& set);
   Error nodes(char* buffer, const std::vector<int64_t>& counts, hvd_dtype_t dtype,
               const NodeLayout& layout);
 

@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace hvd {
 

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace hvd {
 

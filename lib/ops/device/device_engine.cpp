@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "hvd_build_config.h"
 #include "ops/device/staged_backend.h"
 
@@ -72,8 +72,8 @@ Backend& DeviceEngine::backend_for(hvd_dtype_t dtype, bool reduction) {
   return *staged_;
 }
 
-Error DeviceEngine::process_set_added(const ProcessSet& set) {
-  return nccl_ ? nccl_->process_set_added(set) : Error::success();
+Error DeviceEngine::process_set_added(const Communicator& comm) {
+  return nccl_ ? nccl_->process_set_added(comm) : Error::success();
 }
 
 void DeviceEngine::abort_communicators() {
@@ -82,8 +82,8 @@ void DeviceEngine::abort_communicators() {
 #endif
 }
 
-void DeviceEngine::process_set_removed(const ProcessSet& set) {
-  if (nccl_) nccl_->process_set_removed(set);
+void DeviceEngine::process_set_removed(const Communicator& comm) {
+  if (nccl_) nccl_->process_set_removed(comm);
 }
 
 Error DeviceEngine::begin(const std::vector<void*>& caller_streams) {
@@ -113,10 +113,10 @@ void DeviceEngine::set_hierarchical_cross(CrossTransport transport) {
 
 Error DeviceEngine::allreduce(const std::vector<DeviceTensor>& tensors, hvd_dtype_t dtype,
                               hvd_reduce_op_t op, double prescale, double postscale,
-                              const ProcessSet& set, HierarchicalAllreduce* hier) {
+                              const Communicator& comm, HierarchicalAllreduce* hier) {
   if (tensors.empty()) return Error::success();
   const hvd_reduce_op_t transport = op == HVD_OP_AVERAGE ? HVD_OP_SUM : op;
-  const int divisor = op == HVD_OP_AVERAGE ? set.size() : 1;
+  const int divisor = op == HVD_OP_AVERAGE ? comm.size : 1;
   const bool scale_out = divisor > 1 || postscale != 1.0;
   const size_t esize = dtype_size(dtype);
   if (hier && (!hier_allreduce_ || hier_allreduce_->host() != hier)) {
@@ -127,7 +127,7 @@ Error DeviceEngine::allreduce(const std::vector<DeviceTensor>& tensors, hvd_dtyp
   Backend& flat = backend_for(dtype, true);
   // recv = the reduction of send (both device memory; may be equal).
   auto reduce = [&](const void* send, void* recv, int64_t count) -> Error {
-    if (!hier) return flat.allreduce(send, recv, count, dtype, transport, set);
+    if (!hier) return flat.allreduce(send, recv, count, dtype, transport, comm);
     Error err = context_->copy(recv, send, static_cast<size_t>(count) * esize);
     if (!err.ok()) return err;
     return hier_allreduce_->allreduce(recv, count, dtype, transport);
@@ -174,7 +174,7 @@ Error DeviceEngine::allreduce(const std::vector<DeviceTensor>& tensors, hvd_dtyp
 }
 
 Error DeviceEngine::adasum(const std::vector<DeviceTensor>& tensors, hvd_dtype_t dtype, double prescale,
-                           double postscale, const ProcessSet& set, const NodeLayout* layout) {
+                           double postscale, const Communicator& set, const NodeLayout* layout) {
   if (tensors.empty()) return Error::success();
   if (!adasum_) adasum_ = std::make_unique<DeviceAdasum>(context_.get(), nccl_.get(), counters_);
   HVD_RETURN_IF_ERROR(adasum_->check(set, dtype, layout));
@@ -212,19 +212,19 @@ Error DeviceEngine::adasum(const std::vector<DeviceTensor>& tensors, hvd_dtype_t
 
 Error DeviceEngine::reducescatter(const std::vector<DeviceScatterTensor>& tensors, hvd_dtype_t dtype,
                                   hvd_reduce_op_t op, double prescale, double postscale,
-                                  const ProcessSet& set) {
+                                  const Communicator& comm) {
   if (tensors.empty()) return Error::success();
   const hvd_reduce_op_t transport = op == HVD_OP_AVERAGE ? HVD_OP_SUM : op;
-  const int divisor = op == HVD_OP_AVERAGE ? set.size() : 1;
+  const int divisor = op == HVD_OP_AVERAGE ? comm.size : 1;
   const bool scale_out = divisor > 1 || postscale != 1.0;
-  const int size = set.size();
-  const int me = set.my_set_rank;
+  const int size = comm.size;
+  const int me = comm.rank;
   const size_t esize = dtype_size(dtype);
   Backend& backend = backend_for(dtype, true);
 
   const DeviceScatterTensor& first = tensors[0];
   if (tensors.size() == 1 && prescale == 1.0 && first.send != first.recv) {
-    Error err = backend.reducescatter(first.send, first.recv, first.counts, dtype, transport, set);
+    Error err = backend.reducescatter(first.send, first.recv, first.counts, dtype, transport, comm);
     if (!err.ok() || !scale_out) return err;
     const int64_t mine = first.counts[static_cast<size_t>(me)];
     return copier_->copy({{first.recv, first.recv, mine}}, dtype, postscale, divisor);
@@ -263,7 +263,7 @@ Error DeviceEngine::reducescatter(const std::vector<DeviceScatterTensor>& tensor
   }
   err = copier_->copy(in, dtype, prescale, 1);
   if (!err.ok()) return err;
-  err = backend.reducescatter(buffer, mine, block, dtype, transport, set);
+  err = backend.reducescatter(buffer, mine, block, dtype, transport, comm);
   if (!err.ok()) return err;
   return copier_->copy(out, dtype, postscale, divisor);
 }

@@ -12,12 +12,12 @@
 #include <memory>
 #include <vector>
 
-#include "core/params.h"
 #include "ops/backend.h"
 #include "ops/device/batched_copy.h"
 #include "ops/device/device_adasum.h"
 #include "ops/device/device_buffer.h"
 #include "ops/device/device_context.h"
+#include "ops/device/gpu_operations.h"
 #include "ops/hier/hier_device_allgather.h"
 #include "ops/hier/hier_device_allreduce.h"
 
@@ -59,8 +59,8 @@ class DeviceEngine {
   Backend& backend_for(hvd_dtype_t dtype, bool reduction);
 
   // Collective hooks, forwarded to the NCCL backend (communicator per set).
-  Error process_set_added(const ProcessSet& set);
-  void process_set_removed(const ProcessSet& set);
+  Error process_set_added(const Communicator& comm);
+  void process_set_removed(const Communicator& comm);
   NcclBackend* nccl() { return nccl_.get(); }  // nullptr without NCCL (hierarchical use)
   // The operation watchdog's last act, on its own thread while the background thread
   // is stuck in a collective: aborts every NCCL communicator so that the kernels
@@ -78,7 +78,7 @@ class DeviceEngine {
   // hier (global set only; nullptr: flat): reduce with the hierarchical algorithm on
   // its node layout (DeviceHierarchicalAllreduce).
   Error allreduce(const std::vector<DeviceTensor>& tensors, hvd_dtype_t dtype,
-                  hvd_reduce_op_t op, double prescale, double postscale, const ProcessSet& set,
+                  hvd_reduce_op_t op, double prescale, double postscale, const Communicator& comm,
                   HierarchicalAllreduce* hier = nullptr);
 
   // HVD_OP_ADASUM of one tensor or several, fused through the fusion buffer with
@@ -87,14 +87,14 @@ class DeviceEngine {
   // per node, as Horovod's GPU Adasum). layout: the job's node layout for the global
   // set, nullptr otherwise. Queued only.
   Error adasum(const std::vector<DeviceTensor>& tensors, hvd_dtype_t dtype, double prescale,
-               double postscale, const ProcessSet& set, const NodeLayout* layout);
+               double postscale, const Communicator& set, const NodeLayout* layout);
 
   // Reducescatter of one tensor, or of several fused through the fusion buffer (one
   // copy kernel launch each way, ranks' blocks interleaved as the host path does);
   // scaling and AVERAGE as for allreduce. In place (send == recv) goes through the
   // fusion buffer too: NCCL's in-place layout is not the caller's. Queued only.
   Error reducescatter(const std::vector<DeviceScatterTensor>& tensors, hvd_dtype_t dtype,
-                      hvd_reduce_op_t op, double prescale, double postscale, const ProcessSet& set);
+                      hvd_reduce_op_t op, double prescale, double postscale, const Communicator& comm);
 
   // The device version of a host hierarchical allgather (made on first use), for
   // the global set: check fits(), then allgatherv().

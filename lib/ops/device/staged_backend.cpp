@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "hvd_build_config.h"
 
 #if HVD_HAVE_CUDA
@@ -63,40 +63,40 @@ Error StagedBackend::wait() { return make_error(HVD_ERR_CUDA, "this build of lib
 #endif
 
 Error StagedBackend::allreduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
-                               hvd_reduce_op_t op, const ProcessSet& set) {
+                               hvd_reduce_op_t op, const Communicator& comm) {
   const size_t bytes = static_cast<size_t>(count) * dtype_size(dtype);
   HVD_RETURN_IF_ERROR(staging_.reserve(bytes));
   HVD_RETURN_IF_ERROR(to_host(staging_.data(), send, bytes));
   HVD_RETURN_IF_ERROR(wait());
-  HVD_RETURN_IF_ERROR(host_->allreduce(staging_.data(), staging_.data(), count, dtype, op, set));
+  HVD_RETURN_IF_ERROR(host_->allreduce(staging_.data(), staging_.data(), count, dtype, op, comm));
   return to_device(recv, staging_.data(), bytes);
 }
 
 Error StagedBackend::broadcast(void* buffer, int64_t count, hvd_dtype_t dtype, int root,
-                               const ProcessSet& set) {
+                               const Communicator& comm) {
   const size_t bytes = static_cast<size_t>(count) * dtype_size(dtype);
   HVD_RETURN_IF_ERROR(staging_.reserve(bytes));
-  const bool is_root = set.my_set_rank == root;
+  const bool is_root = comm.rank == root;
   if (is_root) {
     HVD_RETURN_IF_ERROR(to_host(staging_.data(), buffer, bytes));
     HVD_RETURN_IF_ERROR(wait());
   }
-  HVD_RETURN_IF_ERROR(host_->broadcast(staging_.data(), count, dtype, root, set));
+  HVD_RETURN_IF_ERROR(host_->broadcast(staging_.data(), count, dtype, root, comm));
   return is_root ? Error::success() : to_device(buffer, staging_.data(), bytes);
 }
 
 Error StagedBackend::allgatherv(const void* send, void* recv, const std::vector<int64_t>& counts,
                                 const std::vector<int64_t>& displs, hvd_dtype_t dtype,
-                                const ProcessSet& set) {
+                                const Communicator& comm) {
   const size_t esize = dtype_size(dtype);
   const size_t bytes = static_cast<size_t>(extent(counts, displs)) * esize;
-  const int me = set.my_set_rank;
+  const int me = comm.rank;
   HVD_RETURN_IF_ERROR(staging_.reserve(bytes));
   char* host = static_cast<char*>(staging_.data());
   char* mine = host + displs[static_cast<size_t>(me)] * esize;
   HVD_RETURN_IF_ERROR(to_host(mine, send, static_cast<size_t>(counts[static_cast<size_t>(me)]) * esize));
   HVD_RETURN_IF_ERROR(wait());
-  HVD_RETURN_IF_ERROR(host_->allgatherv(mine, host, counts, displs, dtype, set));
+  HVD_RETURN_IF_ERROR(host_->allgatherv(mine, host, counts, displs, dtype, comm));
   return to_device(recv, host, bytes);
 }
 
@@ -104,7 +104,7 @@ Error StagedBackend::alltoallv(const void* send, const std::vector<int64_t>& sen
                                const std::vector<int64_t>& send_displs, void* recv,
                                const std::vector<int64_t>& recv_counts,
                                const std::vector<int64_t>& recv_displs, hvd_dtype_t dtype,
-                               const ProcessSet& set) {
+                               const Communicator& comm) {
   const size_t esize = dtype_size(dtype);
   const size_t send_bytes = static_cast<size_t>(extent(send_counts, send_displs)) * esize;
   const size_t recv_bytes = static_cast<size_t>(extent(recv_counts, recv_displs)) * esize;
@@ -114,22 +114,22 @@ Error StagedBackend::alltoallv(const void* send, const std::vector<int64_t>& sen
   HVD_RETURN_IF_ERROR(to_host(host, send, send_bytes));
   HVD_RETURN_IF_ERROR(wait());
   HVD_RETURN_IF_ERROR(host_->alltoallv(host, send_counts, send_displs, host + recv_offset, recv_counts,
-                           recv_displs, dtype, set));
+                           recv_displs, dtype, comm));
   return to_device(recv, host + recv_offset, recv_bytes);
 }
 
 Error StagedBackend::reducescatter(const void* send, void* recv,
                                    const std::vector<int64_t>& counts, hvd_dtype_t dtype,
-                                   hvd_reduce_op_t op, const ProcessSet& set) {
+                                   hvd_reduce_op_t op, const Communicator& comm) {
   const size_t esize = dtype_size(dtype);
   const size_t send_bytes = static_cast<size_t>(sum(counts)) * esize;
-  const size_t recv_bytes = static_cast<size_t>(counts[static_cast<size_t>(set.my_set_rank)]) * esize;
+  const size_t recv_bytes = static_cast<size_t>(counts[static_cast<size_t>(comm.rank)]) * esize;
   const size_t recv_offset = (send_bytes + 255) / 256 * 256;
   HVD_RETURN_IF_ERROR(staging_.reserve(recv_offset + recv_bytes));
   char* host = static_cast<char*>(staging_.data());
   HVD_RETURN_IF_ERROR(to_host(host, send, send_bytes));
   HVD_RETURN_IF_ERROR(wait());
-  HVD_RETURN_IF_ERROR(host_->reducescatter(host, host + recv_offset, counts, dtype, op, set));
+  HVD_RETURN_IF_ERROR(host_->reducescatter(host, host + recv_offset, counts, dtype, op, comm));
   return to_device(recv, host + recv_offset, recv_bytes);
 }
 

@@ -19,19 +19,19 @@ class StagedBackend : public Backend {
   StagedBackend(DeviceContext* device, Backend* host) : device_(device), host_(host) {}
   const char* name() const override { return "mpi-staged"; }
   Error allreduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
-                  hvd_reduce_op_t op, const ProcessSet& set) override;
+                  hvd_reduce_op_t op, const Communicator& comm) override;
   Error broadcast(void* buffer, int64_t count, hvd_dtype_t dtype, int root,
-                  const ProcessSet& set) override;
+                  const Communicator& comm) override;
   Error allgatherv(const void* send, void* recv, const std::vector<int64_t>& counts,
                    const std::vector<int64_t>& displs, hvd_dtype_t dtype,
-                   const ProcessSet& set) override;
+                   const Communicator& comm) override;
   Error alltoallv(const void* send, const std::vector<int64_t>& send_counts,
                   const std::vector<int64_t>& send_displs, void* recv,
                   const std::vector<int64_t>& recv_counts,
                   const std::vector<int64_t>& recv_displs, hvd_dtype_t dtype,
-                  const ProcessSet& set) override;
+                  const Communicator& comm) override;
   Error reducescatter(const void* send, void* recv, const std::vector<int64_t>& counts,
-                      hvd_dtype_t dtype, hvd_reduce_op_t op, const ProcessSet& set) override;
+                      hvd_dtype_t dtype, hvd_reduce_op_t op, const Communicator& comm) override;
 
  private:
   Error to_host(void* host, const void* device, size_t bytes);

@@ -6,7 +6,7 @@
 #include <climits>
 #include <cstring>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "ops/mpi/mpi_backend.h"
 
 namespace hvd {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <climits>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "ops/mpi/mpi_backend.h"
 #include "ops/mpi/mpi_types.h"
 

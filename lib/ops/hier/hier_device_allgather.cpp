@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "hvd_build_config.h"
 
 #if HVD_HAVE_NCCL

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <climits>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "ops/mpi/mpi_types.h"
 
 namespace hvd {
@@ -43,9 +43,9 @@ Error MpiBackend::allreduce_on(MPI_Comm comm, const void* send, void* recv, int6
 }
 
 Error MpiBackend::allreduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
-                            hvd_reduce_op_t op, const ProcessSet& set) {
+                            hvd_reduce_op_t op, const Communicator& comm) {
   counters_->collectives.fetch_add(1, std::memory_order_relaxed);
-  return allreduce_on(set.comm, send, recv, count, dtype, op, &counters_->global_bytes);
+  return allreduce_on(comm.mpi, send, recv, count, dtype, op, &counters_->global_bytes);
 }
 
 int64_t MpiBackend::staging_count(int64_t count, hvd_dtype_t dtype) const {
@@ -54,29 +54,29 @@ int64_t MpiBackend::staging_count(int64_t count, hvd_dtype_t dtype) const {
 }
 
 Error MpiBackend::allreduce_staged(int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
-                                   const ProcessSet& set, const Fill& fill, const Stage& drain) {
+                                   const Communicator& comm, const Fill& fill, const Stage& drain) {
   counters_->collectives.fetch_add(1, std::memory_order_relaxed);
   const int64_t piece = staging_count(count, dtype);
   for (int64_t offset = 0; offset < count; offset += piece) {
     const int64_t n = std::min(piece, count - offset);
     void* at = fill(offset, n);
-    HVD_RETURN_IF_ERROR(allreduce_on(set.comm, at, at, n, dtype, op, &counters_->global_bytes));
+    HVD_RETURN_IF_ERROR(allreduce_on(comm.mpi, at, at, n, dtype, op, &counters_->global_bytes));
     drain(offset, n);
   }
   return Error::success();
 }
 
 Error MpiBackend::broadcast(void* buffer, int64_t count, hvd_dtype_t dtype, int root,
-                            const ProcessSet& set) {
+                            const Communicator& comm) {
   counters_->collectives.fetch_add(1, std::memory_order_relaxed);
   const int64_t bytes = count * static_cast<int64_t>(dtype_size(dtype));
   const int64_t chunk = std::clamp<int64_t>(chunk_bytes_, 1, INT_MAX / 2);
   for (int64_t off = 0; off < bytes; off += chunk) {
     int n = static_cast<int>(std::min(chunk, bytes - off));
-    int rc = MPI_Bcast(static_cast<char*>(buffer) + off, n, MPI_BYTE, root, set.comm);
+    int rc = MPI_Bcast(static_cast<char*>(buffer) + off, n, MPI_BYTE, root, comm.mpi);
     if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Bcast");
   }
-  if (set.my_set_rank == root)
+  if (comm.rank == root)
     counters_->global_bytes.fetch_add(static_cast<uint64_t>(bytes), std::memory_order_relaxed);
   return Error::success();
 }
@@ -113,27 +113,27 @@ uint64_t sum_bytes(const std::vector<int64_t>& counts, int skip, size_t esize) {
 // int-count calls, which every MPI implements and tunes best.
 Error MpiBackend::allgatherv(const void* send, void* recv, const std::vector<int64_t>& counts,
                              const std::vector<int64_t>& displs, hvd_dtype_t dtype,
-                             const ProcessSet& set) {
+                             const Communicator& comm) {
   counters_->collectives.fetch_add(1, std::memory_order_relaxed);
   MPI_Datatype type = mpi_datatype(dtype);
-  const int me = set.my_set_rank;
+  const int me = comm.rank;
   const size_t esize = dtype_size(dtype);
   const void* in = send == static_cast<const char*>(recv) + displs[me] * esize ? MPI_IN_PLACE : send;
   int rc;
   if (fits_int(counts) && fits_int(displs)) {
     auto c = to_int(counts), d = to_int(displs);
-    rc = MPI_Allgatherv(in, c[me], type, recv, c.data(), d.data(), type, set.comm);
+    rc = MPI_Allgatherv(in, c[me], type, recv, c.data(), d.data(), type, comm.mpi);
   } else {
 #if MPI_VERSION >= 4
     auto c = to_count(counts);
     auto d = to_aint(displs);
-    rc = MPI_Allgatherv_c(in, c[me], type, recv, c.data(), d.data(), type, set.comm);
+    rc = MPI_Allgatherv_c(in, c[me], type, recv, c.data(), d.data(), type, comm.mpi);
 #else
     return too_large("allgather");
 #endif
   }
   if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Allgatherv");
-  counters_->global_bytes.fetch_add(static_cast<uint64_t>(counts[me]) * esize * (set.size() - 1),
+  counters_->global_bytes.fetch_add(static_cast<uint64_t>(counts[me]) * esize * (comm.size - 1),
                                     std::memory_order_relaxed);
   return Error::success();
 }
@@ -142,7 +142,7 @@ Error MpiBackend::alltoallv(const void* send, const std::vector<int64_t>& send_c
                             const std::vector<int64_t>& send_displs, void* recv,
                             const std::vector<int64_t>& recv_counts,
                             const std::vector<int64_t>& recv_displs, hvd_dtype_t dtype,
-                            const ProcessSet& set) {
+                            const Communicator& comm) {
   counters_->collectives.fetch_add(1, std::memory_order_relaxed);
   MPI_Datatype type = mpi_datatype(dtype);
   int rc;
@@ -151,42 +151,42 @@ Error MpiBackend::alltoallv(const void* send, const std::vector<int64_t>& send_c
     auto sc = to_int(send_counts), sd = to_int(send_displs);
     auto rcn = to_int(recv_counts), rd = to_int(recv_displs);
     rc = MPI_Alltoallv(send, sc.data(), sd.data(), type, recv, rcn.data(), rd.data(), type,
-                       set.comm);
+                       comm.mpi);
   } else {
 #if MPI_VERSION >= 4
     auto sc = to_count(send_counts), rcn = to_count(recv_counts);
     auto sd = to_aint(send_displs), rd = to_aint(recv_displs);
     rc = MPI_Alltoallv_c(send, sc.data(), sd.data(), type, recv, rcn.data(), rd.data(), type,
-                         set.comm);
+                         comm.mpi);
 #else
     return too_large("alltoall");
 #endif
   }
   if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Alltoallv");
-  counters_->global_bytes.fetch_add(sum_bytes(send_counts, set.my_set_rank, dtype_size(dtype)),
+  counters_->global_bytes.fetch_add(sum_bytes(send_counts, comm.rank, dtype_size(dtype)),
                                     std::memory_order_relaxed);
   return Error::success();
 }
 
 Error MpiBackend::reducescatter(const void* send, void* recv, const std::vector<int64_t>& counts,
-                                hvd_dtype_t dtype, hvd_reduce_op_t op, const ProcessSet& set) {
+                                hvd_dtype_t dtype, hvd_reduce_op_t op, const Communicator& comm) {
   counters_->collectives.fetch_add(1, std::memory_order_relaxed);
   MPI_Datatype type = mpi_datatype(dtype);
   MPI_Op mpi_op = mpi_reduce_op(op, dtype);
   int rc;
   if (fits_int(counts)) {
     auto c = to_int(counts);
-    rc = MPI_Reduce_scatter(send, recv, c.data(), type, mpi_op, set.comm);
+    rc = MPI_Reduce_scatter(send, recv, c.data(), type, mpi_op, comm.mpi);
   } else {
 #if MPI_VERSION >= 4
     auto c = to_count(counts);
-    rc = MPI_Reduce_scatter_c(send, recv, c.data(), type, mpi_op, set.comm);
+    rc = MPI_Reduce_scatter_c(send, recv, c.data(), type, mpi_op, comm.mpi);
 #else
     return too_large("reducescatter");
 #endif
   }
   if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Reduce_scatter");
-  counters_->global_bytes.fetch_add(sum_bytes(counts, set.my_set_rank, dtype_size(dtype)),
+  counters_->global_bytes.fetch_add(sum_bytes(counts, comm.rank, dtype_size(dtype)),
                                     std::memory_order_relaxed);
   return Error::success();
 }

@@ -17,22 +17,22 @@ class MpiBackend : public Backend {
   const char* name() const override { return "mpi"; }
   void set_piece_bytes(int64_t bytes) { piece_bytes_ = bytes; }
   Error allreduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
-                  hvd_reduce_op_t op, const ProcessSet& set) override;
+                  hvd_reduce_op_t op, const Communicator& comm) override;
   Error broadcast(void* buffer, int64_t count, hvd_dtype_t dtype, int root,
-                  const ProcessSet& set) override;
+                  const Communicator& comm) override;
   Error allgatherv(const void* send, void* recv, const std::vector<int64_t>& counts,
                    const std::vector<int64_t>& displs, hvd_dtype_t dtype,
-                   const ProcessSet& set) override;
+                   const Communicator& comm) override;
   Error alltoallv(const void* send, const std::vector<int64_t>& send_counts,
                   const std::vector<int64_t>& send_displs, void* recv,
                   const std::vector<int64_t>& recv_counts,
                   const std::vector<int64_t>& recv_displs, hvd_dtype_t dtype,
-                  const ProcessSet& set) override;
+                  const Communicator& comm) override;
   Error reducescatter(const void* send, void* recv, const std::vector<int64_t>& counts,
-                      hvd_dtype_t dtype, hvd_reduce_op_t op, const ProcessSet& set) override;
+                      hvd_dtype_t dtype, hvd_reduce_op_t op, const Communicator& comm) override;
   int64_t staging_count(int64_t count, hvd_dtype_t dtype) const override;
   Error allreduce_staged(int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
-                         const ProcessSet& set, const Fill& fill, const Stage& drain) override;
+                         const Communicator& comm, const Fill& fill, const Stage& drain) override;
 
   // The same on an explicit communicator (hierarchical algorithms use local/cross).
   Error allreduce_on(MPI_Comm comm, const void* send, void* recv, int64_t count,

@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 
 namespace hvd {
 
@@ -164,13 +164,13 @@ Error NcclBackend::create(int64_t key, MPI_Comm comm, int rank, int size) {
   return Error::success();
 }
 
-Error NcclBackend::process_set_added(const ProcessSet& set) {
-  if (!set.member() || comms_.count(set.id)) return Error::success();
-  return create(set.id, set.comm, set.my_set_rank, set.size());
+Error NcclBackend::process_set_added(const Communicator& comm) {
+  if (!comm.member() || comms_.count(comm.id)) return Error::success();
+  return create(comm.id, comm.mpi, comm.rank, comm.size);
 }
 
-void NcclBackend::process_set_removed(const ProcessSet& set) {
-  auto it = comms_.find(set.id);
+void NcclBackend::process_set_removed(const Communicator& comm) {
+  auto it = comms_.find(comm.id);
   if (it == comms_.end()) return;
   DeviceGuard guard(device_->device());
   device_->synchronize();  // no queued work may still use it
@@ -197,14 +197,14 @@ int NcclBackend::communicator_size(int64_t key) const {
   return it == comms_.end() ? 0 : it->second->size;
 }
 
-Error NcclBackend::comm_for_set(const ProcessSet& set, Comm** out) {
-  if (!set.member())
-    return make_error(HVD_ERR_INTERNAL, "this rank is not in process set %d", set.id);
-  auto it = comms_.find(set.id);
+Error NcclBackend::comm_for_set(const Communicator& comm, Comm** out) {
+  if (!comm.member())
+    return make_error(HVD_ERR_INTERNAL, "this rank is not in process set %d", comm.id);
+  auto it = comms_.find(comm.id);
   if (it == comms_.end()) {
-    Error err = create(set.id, set.comm, set.my_set_rank, set.size());
+    Error err = create(comm.id, comm.mpi, comm.rank, comm.size);
     if (!err.ok()) return err;
-    it = comms_.find(set.id);
+    it = comms_.find(comm.id);
   }
   *out = it->second.get();
   return Error::success();
@@ -245,9 +245,9 @@ Error NcclBackend::do_allreduce(Comm& c, const void* send, void* recv, int64_t c
 }
 
 Error NcclBackend::allreduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
-                             hvd_reduce_op_t op, const ProcessSet& set) {
+                             hvd_reduce_op_t op, const Communicator& comm) {
   Comm* c = nullptr;
-  Error err = comm_for_set(set, &c);
+  Error err = comm_for_set(comm, &c);
   if (!err.ok()) return err;
   err = do_allreduce(*c, send, recv, count, dtype, op, &counters_->global_bytes);
   if (err.ok()) counters_->collectives.fetch_add(1, std::memory_order_relaxed);
@@ -263,12 +263,12 @@ Error NcclBackend::allreduce_on(int64_t key, const void* send, void* recv, int64
 }
 
 Error NcclBackend::broadcast(void* buffer, int64_t count, hvd_dtype_t dtype, int root,
-                             const ProcessSet& set) {
+                             const Communicator& comm) {
   Comm* c = nullptr;
-  Error err = comm_for_set(set, &c);
+  Error err = comm_for_set(comm, &c);
   if (!err.ok()) return err;
   if (root < 0 || root >= c->size)
-    return make_error(HVD_ERR_INVALID_ARGUMENT, "root %d is not a rank of process set %d", root, set.id);
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "root %d is not a rank of process set %d", root, comm.id);
   DeviceGuard guard(device_->device());
   const size_t bytes = static_cast<size_t>(count) * dtype_size(dtype);
   HVD_NCCL_CHECK(ncclBroadcast(buffer, buffer, bytes, ncclUint8, root, c->comm, stream_of(device_)),
@@ -313,9 +313,9 @@ Error NcclBackend::do_allgatherv(Comm& c, const void* send, void* recv,
 
 Error NcclBackend::allgatherv(const void* send, void* recv, const std::vector<int64_t>& counts,
                               const std::vector<int64_t>& displs, hvd_dtype_t dtype,
-                              const ProcessSet& set) {
+                              const Communicator& comm) {
   Comm* c = nullptr;
-  Error err = comm_for_set(set, &c);
+  Error err = comm_for_set(comm, &c);
   if (!err.ok()) return err;
   err = do_allgatherv(*c, send, recv, counts, displs, dtype, &counters_->global_bytes);
   if (err.ok()) counters_->collectives.fetch_add(1, std::memory_order_relaxed);
@@ -335,9 +335,9 @@ Error NcclBackend::alltoallv(const void* send, const std::vector<int64_t>& send_
                              const std::vector<int64_t>& send_displs, void* recv,
                              const std::vector<int64_t>& recv_counts,
                              const std::vector<int64_t>& recv_displs, hvd_dtype_t dtype,
-                             const ProcessSet& set) {
+                             const Communicator& comm) {
   Comm* c = nullptr;
-  Error err = comm_for_set(set, &c);
+  Error err = comm_for_set(comm, &c);
   if (!err.ok()) return err;
   const size_t n = static_cast<size_t>(c->size);
   if (send_counts.size() != n || send_displs.size() != n || recv_counts.size() != n ||
@@ -409,9 +409,9 @@ Error NcclBackend::do_reducescatter(Comm& c, const void* send, void* recv,
 }
 
 Error NcclBackend::reducescatter(const void* send, void* recv, const std::vector<int64_t>& counts,
-                                 hvd_dtype_t dtype, hvd_reduce_op_t op, const ProcessSet& set) {
+                                 hvd_dtype_t dtype, hvd_reduce_op_t op, const Communicator& comm) {
   Comm* c = nullptr;
-  Error err = comm_for_set(set, &c);
+  Error err = comm_for_set(comm, &c);
   if (!err.ok()) return err;
   err = do_reducescatter(*c, send, recv, counts, dtype, op, &counters_->global_bytes);
   if (err.ok()) counters_->collectives.fetch_add(1, std::memory_order_relaxed);

@@ -38,25 +38,25 @@ class NcclBackend : public Backend {
   static int version_code();
 
   Error allreduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
-                  hvd_reduce_op_t op, const ProcessSet& set) override;
+                  hvd_reduce_op_t op, const Communicator& comm) override;
   Error broadcast(void* buffer, int64_t count, hvd_dtype_t dtype, int root,
-                  const ProcessSet& set) override;
+                  const Communicator& comm) override;
   Error allgatherv(const void* send, void* recv, const std::vector<int64_t>& counts,
                    const std::vector<int64_t>& displs, hvd_dtype_t dtype,
-                   const ProcessSet& set) override;
+                   const Communicator& comm) override;
   Error alltoallv(const void* send, const std::vector<int64_t>& send_counts,
                   const std::vector<int64_t>& send_displs, void* recv,
                   const std::vector<int64_t>& recv_counts,
                   const std::vector<int64_t>& recv_displs, hvd_dtype_t dtype,
-                  const ProcessSet& set) override;
+                  const Communicator& comm) override;
   Error reducescatter(const void* send, void* recv, const std::vector<int64_t>& counts,
-                      hvd_dtype_t dtype, hvd_reduce_op_t op, const ProcessSet& set) override;
+                      hvd_dtype_t dtype, hvd_reduce_op_t op, const Communicator& comm) override;
 
   // Collective over the set's members (non-members return at once). Sets without a
   // communicator get one on first use as well, since members run the same
   // operations in the same order.
-  Error process_set_added(const ProcessSet& set) override;
-  void process_set_removed(const ProcessSet& set) override;
+  Error process_set_added(const Communicator& comm) override;
+  void process_set_removed(const Communicator& comm) override;
 
   // ncclCommAbort on every communicator, from the watchdog thread while the background
   // thread is stuck in a collective (the table does not change then). Final.
@@ -108,7 +108,7 @@ class NcclBackend : public Backend {
 
  private:
   struct Comm;
-  Error comm_for_set(const ProcessSet& set, Comm** out);
+  Error comm_for_set(const Communicator& comm, Comm** out);
   Error comm_for_key(int64_t key, Comm** out);
   Error create(int64_t key, MPI_Comm comm, int rank, int size);
 

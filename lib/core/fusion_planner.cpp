@@ -1,10 +1,10 @@
-#include "fusion/planner.h"
+#include "core/fusion_planner.h"
 
 #include <map>
 #include <tuple>
 #include <unordered_map>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 
 namespace hvd {
 

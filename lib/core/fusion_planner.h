@@ -1,6 +1,7 @@
 // The fusion planner: which ready responses are reduced together in one buffer.
 // It sees only negotiated data (specs, never local pointers), so every rank plans
-// the same batches.
+// the same batches. It is part of core, as Horovod's controller fuses responses:
+// it reads Responses, and lib/fusion (the copies) sits below core.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,51 @@
+#!/bin/sh
+# The layering of lib/ is one-way (DESIGN.md, Layout): api -> core -> fusion -> ops,
+# with topo, tune and timeline consulted by core, and base below everything.
+#   base                          includes nothing from lib/ outside itself
+#   fusion ops topo tune timeline include nothing from core/ or api/
+#   ops                           includes nothing from fusion/
+#   core                          includes nothing from api/
+# and, from the same paragraph of DESIGN.md: nothing outside ops/nccl includes
+# nccl.h, nothing outside core/params* calls getenv.
+set -eu
+src="$1"
+lib="$src/lib"
+status=0
+
+# forbid LAYER FOLDERS: fails on any include under lib/LAYER that names one of
+# FOLDERS (an extended regular expression of folder names).
+forbid() {
+  if [ -z "$(find "$lib/$1" -type f \( -name '*.h' -o -name '*.cpp' \) 2>/dev/null | head -n 1)" ]; then
+    echo "no sources under lib/$1: this check is out of date"
+    status=1
+    return
+  fi
+  found=$(grep -rnE "^[[:space:]]*#[[:space:]]*include[[:space:]]*[\"<]($2)/" "$lib/$1" \
+            --include='*.h' --include='*.cpp' --include='*.cu' | sed "s|^$lib/|lib/|" || true)
+  if [ -n "$found" ]; then
+    echo "lib/$1 must not include $2 headers:"
+    echo "$found"
+    status=1
+  fi
+}
+
+forbid base 'api|core|fusion|ops|topo|tune|timeline'
+for layer in fusion ops topo tune timeline; do forbid "$layer" 'api|core'; done
+forbid ops 'fusion'
+forbid core 'api'
+
+# only_in PLACE PATTERN WHAT: fails on lines of lib/ matching PATTERN outside lib/PLACE*.
+only_in() {
+  found=$(grep -rnE "$2" "$lib" | grep -v "^$lib/$1" | sed "s|^$lib/|lib/|" || true)
+  if [ -n "$found" ]; then
+    echo "only lib/$1* may $3:"
+    echo "$found"
+    status=1
+  fi
+}
+
+only_in ops/nccl/ '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]nccl\.h[>"]' 'include nccl.h'
+only_in core/params '(^|[^_[:alnum:]])(secure_)?getenv[[:space:]]*\(' 'read the environment'
+
+[ "$status" -eq 0 ] && echo "ok: lib/ is layered one way"
+exit "$status"
