@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Runs Horovod's own PyTorch tests (test/parallel/test_torch.py and test_timeline.py
-# of a Horovod source tree you point at) against libhvd's horovod stand-in, on NP
-# ranks, and prints a pass/fail/skip table. A test that hangs is reported as such
-# after HVD_CONFORMANCE_TEST_TIMEOUT seconds (default 60) and the run goes on.
+# Runs Horovod's own PyTorch tests (test/parallel/test_torch.py, test_timeline.py and
+# test_adasum_pytorch.py of a Horovod source tree you point at) against libhvd's
+# horovod stand-in, on NP ranks, and prints a pass/fail/skip table. A test that hangs
+# is reported as such after HVD_CONFORMANCE_TEST_TIMEOUT seconds (default 60) and the
+# run goes on.
 #
 #   scripts/horovod-conformance.sh PATH_TO_HOROVOD_CHECKOUT [NP] [--details] [-k EXPR]
 #
@@ -13,7 +14,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 if [ $# -lt 1 ]; then
-  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 checkout=$1

@@ -19,7 +19,7 @@ from functools import partial
 print = partial(print, flush=True)  # noqa: A001 - progress shows as it happens
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FILES = ["test_torch.py", "test_timeline.py"]
+FILES = ["test_torch.py", "test_timeline.py", "test_adasum_pytorch.py"]
 RANKING = ["failed", "error", "hang", "crashed", "skipped", "passed"]
 
 

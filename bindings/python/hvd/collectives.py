@@ -100,8 +100,9 @@ def allreduce_async(array, op=Average, name=None, prescale_factor=1.0, postscale
 
 def allreduce(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
               process_set=None, out=None, dtype=None):
-    """Reduces `array` over the ranks (op: Average, Sum, Min, Max, Product) and returns
-    the result in a new array (or `out`)."""
+    """Reduces `array` over the ranks (op: Average, Sum, Min, Max, Product, or Adasum for
+    float dtypes on a process set of 1, 2, 4... ranks) and returns the result in a new
+    array (or `out`)."""
     return allreduce_async(array, op, name, prescale_factor, postscale_factor, process_set,
                            out, dtype).wait()
 

@@ -5,6 +5,9 @@ once the parameter's gradient for this backward pass is complete) starts an asyn
 in-place allreduce of that gradient at once, so communication overlaps the rest of the
 backward pass. step() (or synchronize()) waits for all of them and then applies the
 wrapped optimizer's update.
+
+With op=Adasum the same hook runs the wrapped optimizer on that parameter's local
+gradient and reduces the change it made instead (_DistributedAdasumOptimizer).
 """
 import os
 import warnings
@@ -15,7 +18,7 @@ import torch
 from ..basics import Adasum, Average
 from .compression import Compression
 from ..basics import mark_step, process_set_included, size
-from ..errors import NotInitializedError
+from ..errors import HvdError, NotInitializedError
 from .mpi_ops import (allreduce_async_, grouped_allreduce_async_, sparse_allreduce_async,
                       synchronize)
 
@@ -62,6 +65,12 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 self._make_bucket_views()
 
     # --- set-up -------------------------------------------------------------------
+
+    def set_backward_passes_per_step(self, passes):
+        """Changes the number of local backward passes per reduction (between steps)."""
+        self.backward_passes_per_step = int(passes)
+        for p in self._allreduce_delay:
+            self._allreduce_delay[p] = self.backward_passes_per_step
 
     def _all_params(self):
         return [p for group in self.param_groups for p in group["params"]]
@@ -272,13 +281,17 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 self.synchronize()
         self._synchronized = False
         result = super(self.__class__, self).step(closure)
+        self._mark_step()
+        return result
+
+    @staticmethod
+    def _mark_step():
         # One optimizer step is one training step: step accounting counts exactly
         # these from now on instead of detecting steps by tensor names.
         try:
             mark_step()
         except NotInitializedError:
             pass  # accounting only: a step after hvd.shutdown() is the optimizer's affair
-        return result
 
     def zero_grad(self, *args, **kwargs):
         if self._handles:
@@ -296,6 +309,96 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return super(self.__class__, self).zero_grad(*args, **kwargs)
 
 
+class _DistributedAdasumOptimizer(_DistributedOptimizer):
+    """op=Adasum, as Horovod's delta optimizer. Adasum weighs each rank's update by
+    its geometry against the others', so it needs the whole update a rank would make:
+    once a parameter's gradient is complete (after backward_passes_per_step passes), the
+    hook runs the wrapped optimizer's step on that parameter alone, on this rank's
+    gradient, and reduces the change it made (the delta) with Adasum while backward goes
+    on; until step(), the parameter holds that delta. step() sets each parameter to its
+    value before the local step plus the combined delta. Optimizer state (momentum,
+    Adam's moments) stays per rank, fed by the local gradients.
+
+    The learning rate starts from a single worker's: Adasum adds orthogonal updates and
+    averages parallel ones, so it is not scaled by size(). Horovod's guide suggests 2 to
+    2.5 times a single worker's for Adasum on the CPU, and a single worker's times
+    local_size() for CUDA tensors with NCCL (whose node sums are divided by
+    local_size()).
+    """
+    # Only the methods below differ; the rest (naming, hooks, zero_grad) is
+    # _DistributedOptimizer's, merged into the same generated class.
+
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step,
+                 process_set):
+        _DistributedOptimizer.__init__(self, params, named_parameters, compression,
+                                       backward_passes_per_step, Adasum, 1.0, None, False,
+                                       process_set)
+        # Each parameter's value before its local step, to which the combined delta is
+        # added.
+        self._starts = {p: torch.zeros_like(p) for p in self._requires_update}
+
+    def _local_step(self, p):
+        """The wrapped optimizer's step on p alone, with p's group's settings."""
+        stashed = [group["params"] for group in self.param_groups]
+        for group in self.param_groups:
+            group["params"] = [p] if any(q is p for q in group["params"]) else []
+        try:
+            super(self.__class__, self).step()
+        finally:
+            for group, params in zip(self.param_groups, stashed):
+                group["params"] = params
+
+    def _allreduce_grad_async(self, p):
+        start = self._starts[p]
+        with torch.no_grad():
+            start.copy_(p)
+            self._local_step(p)
+            p.sub_(start)  # p holds this rank's delta until step()
+        compressed, ctx = self._compression.compress(p.data)
+        handle = allreduce_async_(compressed, name=f"adasum.{self._parameter_names[p]}",
+                                  op=Adasum, process_set=self.process_set)
+
+        def apply(reduced):
+            with torch.no_grad():
+                start.add_(self._compression.decompress(reduced, ctx))
+                p.copy_(start)
+        return handle, apply
+
+    def synchronize(self):
+        """Does nothing, as Horovod's: the deltas are combined and applied in step()."""
+
+    def skip_synchronize(self):
+        raise AssertionError("skip_synchronize() is not available with op=Adasum: the "
+                             "wrapped optimizer steps on the local gradients before the "
+                             "reduction, so gradients cannot be changed between them")
+
+    def step(self, closure=None):
+        """Runs closure (if given), starts the local step and reduction of every
+        parameter whose hook has not (fewer passes than backward_passes_per_step, or no
+        gradient this time), then waits for every reduction and applies the combined
+        deltas."""
+        loss = closure() if closure is not None else None
+        for p in self._all_params():
+            if p in self._requires_update and self._handles.get(p, (None,))[0] is None:
+                self._handles[p] = self._allreduce_grad_async(p)
+        error = None
+        for p, (handle, apply) in self._handles.items():
+            try:
+                apply(synchronize(handle))
+            except HvdError as e:
+                # Every handle is still waited for; the parameter goes back to its
+                # value before the local step.
+                with torch.no_grad():
+                    p.copy_(self._starts[p])
+                error = error or e
+            self._allreduce_delay[p] = self.backward_passes_per_step
+        self._handles.clear()
+        if error is not None:
+            raise error
+        self._mark_step()
+        return loss
+
+
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
                          backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
                          num_groups=0, groups=None, sparse_as_dense=False, process_set=None,
@@ -307,8 +410,13 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     named_parameters: model.named_parameters(), for readable, rank-independent names.
     compression: Compression.none or Compression.fp16.
     backward_passes_per_step: local backward passes accumulated before each reduction.
-    op: Average or Sum. gradient_predivide_factor: with Average, divide by this before
-    the sum and by size/factor after. groups: an int (number of groups) or lists of
+    op: Average, Sum or Adasum. With Adasum (on more than one rank) the wrapped
+    optimizer steps on each rank's own gradients and the parameter changes are combined
+    with Adasum, as Horovod's delta optimizer (see _DistributedAdasumOptimizer: keep a
+    single worker's learning rate; synchronize() does nothing and skip_synchronize()
+    raises AssertionError). Unlike Horovod, any process set whose size is a power of two
+    works. gradient_predivide_factor: with Average, divide by this before the sum and by
+    size/factor after. groups: an int (number of groups) or lists of
     parameters whose gradients are reduced together as one grouped allreduce.
     gradient_as_bucket_view (libhvd's, not Horovod's; as PyTorch DDP's option of that
     name): each parameter's .grad becomes a view into a flat buffer per dtype and
@@ -316,13 +424,21 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     where they are, without fusion copies. zero_grad() then zeroes in place whatever
     set_to_none says. For dense gradients only.
     """
-    if op == Adasum:
-        raise NotImplementedError("op=Adasum is not available in libhvd; use Average or Sum")
     if gradient_predivide_factor != 1.0 and op != Average:
         raise ValueError("gradient_predivide_factor needs op=Average")
     if num_groups:
         warnings.warn("num_groups is deprecated; use groups", DeprecationWarning)
         groups = groups or num_groups
+    if op == Adasum and size() > 1 and process_set_included(process_set):
+        # groups and sparse_as_dense do not apply: each delta is dense and reduced on
+        # its own (libhvd fuses them), as in Horovod.
+        if gradient_as_bucket_view:
+            raise ValueError("gradient_as_bucket_view does not apply to op=Adasum, which "
+                             "reduces parameter changes, not gradients")
+        cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
+                   {**_DistributedOptimizer.__dict__, **_DistributedAdasumOptimizer.__dict__})
+        return cls(optimizer.param_groups, named_parameters, compression,
+                   backward_passes_per_step, process_set)
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
