@@ -79,9 +79,10 @@ Error AdasumVhdd::allreduce(void* buffer, const std::vector<int64_t>& counts, hv
   }
   other_.resize(static_cast<size_t>((total + 1) / 2) * esize);
 
-  // Reduce: halve the slice at each distance. levels[j] is the slice held before
+  // Reduce: halve the slice at each distance. levels_[j] is the slice held before
   // distance 2^j, for the way back.
-  std::vector<std::pair<int64_t, int64_t>> levels;
+  std::vector<std::pair<int64_t, int64_t>>& levels = levels_;
+  levels.clear();
   int64_t lo = 0, hi = total;
   for (int d = 1; d < size; d <<= 1) {
     const int partner = rank ^ d;

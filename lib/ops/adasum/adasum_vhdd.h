@@ -15,6 +15,7 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <utility>
 #include <vector>
 
 #include "ops/adasum/adasum_math.h"
@@ -46,6 +47,7 @@ class AdasumVhdd {
   std::vector<double> sums_;          // per tensor: a.b, |a|^2, |b|^2 (a: left subtree)
   std::vector<double> received_;
   std::vector<int64_t> starts_;       // offset of each tensor in the buffer
+  std::vector<std::pair<int64_t, int64_t>> levels_;  // slices held, level by level
 };
 
 }  // namespace hvd
