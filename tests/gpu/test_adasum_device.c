@@ -7,17 +7,8 @@
  * size (NCCL's equal shards leave a tail), prescale and postscale. Ranks must be laid
  * out node by node (Hydra's -hosts nodeA:2,nodeB:2). Exits 77 without a CUDA device
  * (NCCL: one per rank). */
-#include <cuda_runtime_api.h>
-#include <mpi.h>
-
 #include "../mpi/adasum_reference.h"
-
-static int g_device = -1;
-
-static int nccl_mode(void) {
-  const char* v = getenv("HOROVOD_GPU_OPERATIONS");
-  return !(v && (strcmp(v, "MPI") == 0 || strcmp(v, "mpi") == 0));
-}
+#include "gpu_runtime_main.h"
 
 /* Node n's input in NCCL mode: the sum of its ranks' inputs (node-major layout). */
 static double node_input(int node, int t, int64_t i) {
@@ -84,27 +75,6 @@ static void fused_device_batch(void** state) {
 }
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  int rank = 0, size = 1, devices = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
-  int have = (nccl_mode() ? devices >= size : devices > 0) ? 1 : 0, all = 0;
-  MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (!all) {
-    if (rank == 0)
-      printf("gpu-adasum: skipped: %s\n", nccl_mode() ? "NCCL needs one CUDA device per rank" : "no CUDA device");
-    MPI_Finalize();
-    return 77;
-  }
-  g_device = nccl_mode() ? rank : rank % devices;
-  if (cudaSetDevice(g_device) != cudaSuccess) {
-    fprintf(stderr, "cudaSetDevice(%d) failed\n", g_device);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
   const struct CMUnitTest tests[] = {cmocka_unit_test(fused_device_batch)};
-  int failed = cmocka_run_group_tests_name("gpu-adasum", tests, tu_group_init, tu_group_shutdown);
-  MPI_Finalize();
-  return failed ? 1 : 0;
+  return gpu_runtime_main(argc, argv, "gpu-adasum", tests, sizeof tests / sizeof tests[0]);
 }

@@ -6,17 +6,7 @@
  * With HOROVOD_GPU_OPERATIONS=MPI ranks may share one GPU; with NCCL each rank needs
  * its own (NCCL refuses two ranks of a communicator on one device), which the test
  * picks itself before hvd_init (run with HVD_GPU_PINNING=0). */
-#include <cuda_runtime_api.h>
-#include <mpi.h>
-
-#include "../mpi/test_util.h"
-
-static int g_device = -1;
-
-static int nccl_mode(void) {
-  const char* v = getenv("HOROVOD_GPU_OPERATIONS");
-  return !(v && (strcmp(v, "MPI") == 0 || strcmp(v, "mpi") == 0));
-}
+#include "gpu_runtime_main.h"
 
 static hvd_op_options_t device_options(void) {
   hvd_op_options_t o = HVD_OP_OPTIONS_INITIALIZER;
@@ -177,32 +167,10 @@ static void allgather_uneven_rows(void** state) {
 }
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  int rank = 0, size = 1, devices = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
-  int have = (nccl_mode() ? devices >= size : devices > 0) ? 1 : 0, all = 0;
-  MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (!all) {
-    if (rank == 0)
-      printf("gpu-hier-runtime: skipped: %s\n",
-             nccl_mode() ? "NCCL needs one CUDA device per rank" : "no CUDA device");
-    MPI_Finalize();
-    return 77;
-  }
-  g_device = nccl_mode() ? rank : rank % devices;
-  if (cudaSetDevice(g_device) != cudaSuccess) {
-    fprintf(stderr, "cudaSetDevice(%d) failed\n", g_device);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_op_dtype_and_size),
       cmocka_unit_test(counters_show_the_cross_node_traffic),
       cmocka_unit_test(allgather_uneven_rows),
   };
-  int failed = cmocka_run_group_tests_name("gpu-hier-runtime", tests, tu_group_init, tu_group_shutdown);
-  MPI_Finalize();
-  return failed ? 1 : 0;
+  return gpu_runtime_main(argc, argv, "gpu-hier-runtime", tests, sizeof tests / sizeof tests[0]);
 }

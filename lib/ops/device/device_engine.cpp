@@ -111,6 +111,30 @@ void DeviceEngine::set_hierarchical_cross(CrossTransport transport) {
   if (hier_allreduce_) hier_allreduce_->set_cross_transport(transport);
 }
 
+Error DeviceEngine::lay_out_in_fusion_buffer(const std::vector<DeviceTensor>& tensors, size_t esize,
+                                             int64_t* total, std::vector<CopyItem>* in,
+                                             std::vector<CopyItem>* out) {
+  *total = 0;
+  for (const DeviceTensor& t : tensors) *total += t.count;
+  HVD_RETURN_IF_ERROR(fusion_->reserve(static_cast<size_t>(*total) * esize));
+  char* buffer = static_cast<char*>(fusion_->data());
+  int64_t offset = 0;
+  for (const DeviceTensor& t : tensors) {
+    char* slot = buffer + offset * static_cast<int64_t>(esize);
+    if (t.send) {
+      in->push_back({t.send, slot, t.count});
+      out->push_back({slot, t.recv, t.count});
+    } else {
+#if HVD_HAVE_CUDA
+      HVD_CUDA_CHECK(cudaMemsetAsync(slot, 0, static_cast<size_t>(t.count) * esize,
+                                     static_cast<cudaStream_t>(context_->stream())));
+#endif
+    }
+    offset += t.count;
+  }
+  return Error::success();
+}
+
 Error DeviceEngine::allreduce(const std::vector<DeviceTensor>& tensors, hvd_dtype_t dtype,
                               hvd_reduce_op_t op, double prescale, double postscale,
                               const Communicator& comm, HierarchicalAllreduce* hier) {
@@ -147,25 +171,10 @@ Error DeviceEngine::allreduce(const std::vector<DeviceTensor>& tensors, hvd_dtyp
   }
 
   int64_t total = 0;
-  for (const DeviceTensor& t : tensors) total += t.count;
-  Error err = fusion_->reserve(static_cast<size_t>(total) * esize);
+  std::vector<CopyItem> in, out;
+  Error err = lay_out_in_fusion_buffer(tensors, esize, &total, &in, &out);
   if (!err.ok()) return err;
   char* buffer = static_cast<char*>(fusion_->data());
-  std::vector<CopyItem> in, out;
-  int64_t offset = 0;
-  for (const DeviceTensor& t : tensors) {
-    char* slot = buffer + offset * static_cast<int64_t>(esize);
-    if (t.send) {
-      in.push_back({t.send, slot, t.count});
-      out.push_back({slot, t.recv, t.count});
-    } else {
-#if HVD_HAVE_CUDA
-      HVD_CUDA_CHECK(cudaMemsetAsync(slot, 0, static_cast<size_t>(t.count) * esize,
-                                     static_cast<cudaStream_t>(context_->stream())));
-#endif
-    }
-    offset += t.count;
-  }
   err = copier_->copy(in, dtype, prescale, 1);
   if (!err.ok()) return err;
   err = reduce(buffer, buffer, total);
@@ -181,30 +190,14 @@ Error DeviceEngine::adasum(const std::vector<DeviceTensor>& tensors, hvd_dtype_t
   if (adasum_->across_nodes(set, dtype, layout)) postscale /= layout->local_size;
   const size_t esize = dtype_size(dtype);
   std::vector<int64_t> counts;
-  int64_t total = 0;
-  for (const DeviceTensor& t : tensors) {
-    counts.push_back(t.count);
-    total += t.count;
-  }
+  for (const DeviceTensor& t : tensors) counts.push_back(t.count);
   // Always through the fusion buffer: the combination happens on the host or in
-  // NCCL's shards, and a copy on the device is cheap beside either.
-  HVD_RETURN_IF_ERROR(fusion_->reserve(static_cast<size_t>(total) * esize));
-  char* buffer = static_cast<char*>(fusion_->data());
+  // NCCL's shards, and a copy on the device is cheap beside either. A joined rank's
+  // zeros are left out by Adasum.
+  int64_t total = 0;
   std::vector<CopyItem> in, out;
-  int64_t offset = 0;
-  for (const DeviceTensor& t : tensors) {
-    char* slot = buffer + offset * static_cast<int64_t>(esize);
-    if (t.send) {
-      in.push_back({t.send, slot, t.count});
-      out.push_back({slot, t.recv, t.count});
-    } else {  // a joined rank: zeros, which Adasum leaves out
-#if HVD_HAVE_CUDA
-      HVD_CUDA_CHECK(cudaMemsetAsync(slot, 0, static_cast<size_t>(t.count) * esize,
-                                     static_cast<cudaStream_t>(context_->stream())));
-#endif
-    }
-    offset += t.count;
-  }
+  HVD_RETURN_IF_ERROR(lay_out_in_fusion_buffer(tensors, esize, &total, &in, &out));
+  char* buffer = static_cast<char*>(fusion_->data());
   HVD_RETURN_IF_ERROR(copier_->copy(in, dtype, prescale, 1));
   HVD_RETURN_IF_ERROR(adasum_->reduce(buffer, counts, dtype, set, layout));
   return copier_->copy(out, dtype, postscale, 1);

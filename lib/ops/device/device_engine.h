@@ -105,6 +105,11 @@ class DeviceEngine {
 
  private:
   DeviceEngine() = default;
+  // Reserves the fusion buffer for the tensors back to back (*total elements), queues
+  // zeros for a member without data (a joined rank), and lists the copies in and out.
+  Error lay_out_in_fusion_buffer(const std::vector<DeviceTensor>& tensors, size_t esize,
+                                 int64_t* total, std::vector<CopyItem>* in,
+                                 std::vector<CopyItem>* out);
   std::unique_ptr<DeviceContext> context_;
   std::unique_ptr<BatchedCopier> copier_;
   std::unique_ptr<DeviceBuffer> fusion_;
