@@ -313,6 +313,49 @@ def test_bucket_views_train_as_separate_gradients(op):
     assert_same_on_every_rank(params_of(model), f"opt.same.bucket.{op}")
 
 
+def test_bucket_views_follow_the_order_gradients_become_ready():
+    # `early` is registered first but runs last in forward, so backward completes its
+    # gradients first, where reverse registration order puts them last. After the
+    # first step the buffer follows what backward did.
+    torch.manual_seed(7)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.early = torch.nn.Linear(3, 2)  # registered first, used last
+            self.late = torch.nn.Linear(4, 3)
+
+        def forward(self, x):
+            return self.early(torch.relu(self.late(x)))
+
+    if hvd.size() == 1:
+        pytest.skip("a one-rank job registers no hooks and needs no buffers")
+    model = Net()
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    reference = Net()
+    reference.load_state_dict(model.state_dict())
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   model.named_parameters(), gradient_as_bucket_view=True)
+    ref_opt = hvd.DistributedOptimizer(torch.optim.SGD(reference.parameters(), lr=0.1),
+                                       [("ref." + n, p) for n, p in reference.named_parameters()])
+
+    def at(p):
+        return p.grad.data_ptr()
+    # Before any step: reverse registration order (late's, then early's).
+    assert at(model.late.bias) < at(model.early.weight)
+    for step in range(3):
+        x = torch.full((2, 4), float(hvd.rank() + step + 1))
+        for m, o in ((model, opt), (reference, ref_opt)):
+            o.zero_grad()
+            m(x).sum().backward()
+            o.step()
+        # After the first step: early's gradients (ready first) lie before late's.
+        assert max(at(model.early.weight), at(model.early.bias)) < min(
+            at(model.late.weight), at(model.late.bias))
+    assert torch.allclose(params_of(model), params_of(reference), rtol=1e-6)
+    assert_same_on_every_rank(params_of(model), "opt.same.bucket.order")
+
+
 def test_bucket_views_are_one_buffer_and_stay_across_zero_grad():
     model = make_model(torch.float32)
     opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),

@@ -59,10 +59,16 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         # are, without fusion copies (see _make_bucket_views).
         self._buckets = []
         self._bucket_views = {}
+        # The order in which the first step's gradients became ready: the buffers are
+        # laid out again in that order after it, as DDP rebuilds its buckets (None:
+        # not recording).
+        self._ready_order = None
         if self._hooked:
             self._register_hooks()
             if gradient_as_bucket_view:
-                self._make_bucket_views()
+                self._make_bucket_views(
+                    [p for p in reversed(self._all_params()) if p.requires_grad])
+                self._ready_order = []
 
     # --- set-up -------------------------------------------------------------------
 
@@ -131,6 +137,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def _make_hook(self, p):
         def hook(*_):
+            first_pass = self._allreduce_delay[p] == self.backward_passes_per_step
+            if self._ready_order is not None and first_pass:
+                self._ready_order.append(p)  # ready in the first step, in this order
             if p in self._handles and self._handles[p][0] is not None:
                 if self._allreduce_delay[p] <= 0:
                     raise AssertionError(
@@ -148,14 +157,15 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             self._handles[p] = entry
         return hook
 
-    def _make_bucket_views(self):
-        # Laid out in reverse registration order, the order in which a backward pass
-        # usually completes gradients, so that the gradients of one fused batch lie
-        # back to back. Autograd accumulates into a .grad that exists, in place.
+    def _make_bucket_views(self, order):
+        # Laid out in the given order: first reverse registration order, the order in
+        # which a backward pass usually completes gradients, then the order the first
+        # step showed (_relayout_bucket_views), so that the gradients of one fused batch
+        # lie back to back. Autograd accumulates into a .grad that exists, in place.
         by_buffer = {}
-        for p in reversed(self._all_params()):
-            if p.requires_grad:
-                by_buffer.setdefault((p.dtype, p.device), []).append(p)
+        for p in order:
+            by_buffer.setdefault((p.dtype, p.device), []).append(p)
+        self._buckets = []
         for (dtype, device), params in by_buffer.items():
             flat = torch.zeros(sum(p.numel() for p in params), dtype=dtype, device=device)
             offset = 0
@@ -167,6 +177,19 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 self._bucket_views[p] = view
                 offset += p.numel()
             self._buckets.append(flat)
+
+    def _relayout_bucket_views(self):
+        """After the first step: the buffers again, in the order its gradients became
+        ready (parameters that got none keep their relative order, after them), holding
+        the reduced gradients. Once; a layout that already matches is kept."""
+        observed, self._ready_order = self._ready_order, None
+        if not observed:
+            return
+        current = sorted(self._bucket_views, key=lambda p: self._bucket_views[p].data_ptr())
+        seen = set(observed)
+        order = observed + [p for p in current if p not in seen]
+        if any(a is not b for a, b in zip(order, current)):  # tensors: compare identity
+            self._make_bucket_views(order)
 
     def _attach_bucket_view(self, p):
         # A .grad set to None (module.zero_grad()) or replaced comes back into its view.
@@ -258,6 +281,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             self._allreduce_delay[p] = self.backward_passes_per_step
         self._handles.clear()
         self._group_launched.clear()
+        if self._ready_order is not None:
+            self._relayout_bucket_views()
         self._synchronized = True
 
     @contextmanager
@@ -420,8 +445,9 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     parameters whose gradients are reduced together as one grouped allreduce.
     gradient_as_bucket_view (libhvd's, not Horovod's; as PyTorch DDP's option of that
     name): each parameter's .grad becomes a view into a flat buffer per dtype and
-    device, laid out in the order backward completes gradients, so libhvd reduces them
-    where they are, without fusion copies. zero_grad() then zeroes in place whatever
+    device, laid out in the order backward completes gradients (reverse registration
+    order until the first step has shown the real one, as DDP rebuilds its buckets), so
+    libhvd reduces them where they are, without fusion copies. zero_grad() then zeroes in place whatever
     set_to_none says. For dense gradients only.
     """
     if gradient_predivide_factor != 1.0 and op != Average:
