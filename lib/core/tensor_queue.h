@@ -10,6 +10,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/tensor_key.h"
 #include "core/node_pool.h"
 #include "core/request.h"
 
@@ -52,12 +53,13 @@ class TensorQueue {
   std::condition_variable cv_;
   std::vector<Request> queue_;
   // Marks a request's name in flight with one lookup, reusing a node of a released
-  // name; false if it is in flight already.
-  bool insert_in_flight(int32_t process_set, const std::string& name);
-  void erase_in_flight(const std::string& key);
+  // name, and sets its key_hash; false if it is in flight already.
+  bool insert_in_flight(Request& request);
+  void erase_in_flight(const TensorKeyRef& key);
 
-  std::unordered_set<std::string> in_flight_;
-  NodePool<std::unordered_set<std::string>> spare_nodes_;
+  using KeySet = std::unordered_set<TensorKey, TensorKeyHash, TensorKeyEqual>;
+  KeySet in_flight_;
+  NodePool<KeySet> spare_nodes_;
   bool poked_ = false;
   bool sleeping_ = false;  // the background thread waits on cv_
   std::atomic<bool> signalled_{false};  // queue non-empty or poked
