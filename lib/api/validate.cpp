@@ -250,6 +250,7 @@ Error resolve_name(Runtime& rt, const char* name, const char* op, int32_t proces
   if (len > kMaxNameBytes)
     return make_error(HVD_ERR_INVALID_ARGUMENT, "tensor name is longer than %zu bytes",
                       kMaxNameBytes);
+  *out = take_name_storage();  // steady state: a released name's memory, reused
   out->assign(name, len);
   return Error::success();
 }

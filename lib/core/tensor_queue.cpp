@@ -48,7 +48,15 @@ Error TensorQueue::push(std::vector<Request>&& requests) {
   return Error::success();
 }
 
-Error TensorQueue::push(Request&& request) {
+namespace {
+// Released name strings kept for reuse: enough for a large model's step of tensors
+// pushed one by one (grouped pushes do not take them back).
+constexpr size_t kMaxSpareNames = 4096;
+// The capacity of a string that holds no memory of its own.
+const size_t kInlineCapacity = std::string().capacity();
+}  // namespace
+
+Error TensorQueue::push(Request&& request, std::string* spare_name) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closed_) return make_error(HVD_ERR_SHUT_DOWN, "%s", close_reason_.c_str());
@@ -58,6 +66,10 @@ Error TensorQueue::push(Request&& request) {
                         "its handle before reusing the name, or give this one another name",
                         request.name.c_str());
     queue_.push_back(std::move(request));
+    if (spare_name && spare_name->capacity() <= kInlineCapacity && !spare_names_.empty()) {
+      spare_name->swap(spare_names_.back());
+      spare_names_.pop_back();
+    }
     signalled_.store(true, std::memory_order_release);
     if (!sleeping_) return Error::success();
   }
@@ -101,13 +113,17 @@ void TensorQueue::release_name(const std::string& key) {
   erase_in_flight(TensorKeyRef(key, 0));
 }
 
-void TensorQueue::release_names(const std::vector<Request>& completed) {
+void TensorQueue::release_names(std::vector<Request>& completed) {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const Request& r : completed) {
+  for (Request& r : completed) {
     if (r.spec.process_set == 0) {
       erase_in_flight(TensorKeyRef(r.name, r.key_hash));
     } else {
       erase_in_flight(TensorKeyRef(key_of(r.spec.process_set, r.name), r.key_hash));
+    }
+    if (r.name.capacity() > kInlineCapacity && spare_names_.size() < kMaxSpareNames) {
+      spare_names_.push_back(std::move(r.name));
+      r.name.clear();
     }
   }
 }

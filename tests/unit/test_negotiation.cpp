@@ -91,6 +91,19 @@ void keys_hashed_once_match_keys_hashed_late(void**) {
   queue.release_name("grad.0");  // no hash given: computed
   again.name = "grad.0";
   assert_int_equal(queue.push(std::move(again)).status, HVD_SUCCESS);
+  // A released name's string comes back as the storage of a later name.
+  Request long_name;
+  long_name.name = std::string(40, 'x');
+  assert_int_equal(queue.push(std::move(long_name)).status, HVD_SUCCESS);
+  drained.clear();
+  queue.drain(&drained);
+  queue.release_names(drained);
+  assert_true(drained.back().name.empty());
+  Request next;
+  next.name = "y";
+  std::string storage;
+  assert_int_equal(queue.push(std::move(next), &storage).status, HVD_SUCCESS);
+  assert_true(storage.capacity() >= 40);
 
   ResponseCache cache(2);
   std::string evicted;
