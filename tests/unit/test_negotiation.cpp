@@ -1,5 +1,6 @@
 // Single-process tests of the negotiation pieces: the response cache, the agreement
 // check, the wire format and the fusion planner.
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -104,6 +105,16 @@ void keys_hashed_once_match_keys_hashed_late(void**) {
   std::string storage;
   assert_int_equal(queue.push(std::move(next), &storage).status, HVD_SUCCESS);
   assert_true(storage.capacity() >= 40);
+
+  // Names that differ in a few characters anywhere hash apart.
+  std::vector<size_t> hashes;
+  for (int i = 0; i < 1000; ++i) {
+    hashes.push_back(hash_key("allreduce.module.layer" + std::to_string(i) + ".conv.weight"));
+    hashes.push_back(hash_key("g" + std::to_string(i)));
+  }
+  hashes.push_back(hash_key(""));
+  std::sort(hashes.begin(), hashes.end());
+  assert_true(std::adjacent_find(hashes.begin(), hashes.end()) == hashes.end());
 
   ResponseCache cache(2);
   std::string evicted;
