@@ -24,7 +24,7 @@ Error allreduce_request(const void* sendbuf, void* recvbuf, int64_t count, hvd_d
   if (!(err = check_buffer(recvbuf, bytes, "recvbuf")).ok()) return err;
   if (!(err = check_placement(sendbuf, opts.device, name, "sendbuf")).ok()) return err;
   if (!(err = check_placement(recvbuf, opts.device, name, "recvbuf")).ok()) return err;
-  *out = make_request(std::move(name), opts, OpType::Allreduce, dtype);
+  fill_request(out, std::move(name), opts, OpType::Allreduce, dtype);  // *out is fresh
   out->spec.reduce_op = op;
   set_counted_shape(shape, count, &out->spec);
   out->send = sendbuf;
