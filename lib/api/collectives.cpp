@@ -12,7 +12,7 @@ namespace {
 
 // shape: the options' shape when it describes this tensor (ndim 0 otherwise).
 Error allreduce_request(const void* sendbuf, void* recvbuf, int64_t count, hvd_dtype_t dtype,
-                        hvd_reduce_op_t op, const std::string& name, const OpOptions& opts,
+                        hvd_reduce_op_t op, std::string name, const OpOptions& opts,
                         const OptionsShape& shape, Request* out) {
   Error err = check_dtype(dtype);
   if (err.ok()) err = check_reduce_op(op);
@@ -24,7 +24,7 @@ Error allreduce_request(const void* sendbuf, void* recvbuf, int64_t count, hvd_d
   if (!(err = check_buffer(recvbuf, bytes, "recvbuf")).ok()) return err;
   if (!(err = check_placement(sendbuf, opts.device, name, "sendbuf")).ok()) return err;
   if (!(err = check_placement(recvbuf, opts.device, name, "recvbuf")).ok()) return err;
-  *out = make_request(name, opts, OpType::Allreduce, dtype);
+  fill_request(out, std::move(name), opts, OpType::Allreduce, dtype);  // *out is fresh
   out->spec.reduce_op = op;
   set_counted_shape(shape, count, &out->spec);
   out->send = sendbuf;
@@ -60,7 +60,8 @@ HVD_API hvd_status_t hvd_allreduce_async(const void* sendbuf, void* recvbuf, int
     HVD_TRY(begin({"hvd_allreduce_async", "allreduce", name}, options, &rt, &opts, &set, &resolved));
     HVD_TRY(check_handle_out(handle));
     Request request;
-    HVD_TRY(allreduce_request(sendbuf, recvbuf, count, dtype, op, resolved, opts, opts.shape, &request));
+    HVD_TRY(allreduce_request(sendbuf, recvbuf, count, dtype, op, std::move(resolved), opts,
+                              opts.shape, &request));
     return finish(enqueue(*rt, std::move(request), handle));
   })
 }
@@ -140,7 +141,7 @@ HVD_API hvd_status_t hvd_broadcast_async(void* buffer, int64_t count, hvd_dtype_
     HVD_TRY(check_placement(buffer, opts.device, resolved, "buffer"));
     std::vector<Request> requests(1);
     Request& r = requests[0];
-    r = make_request(resolved, opts, OpType::Broadcast, dtype);
+    r = make_request(std::move(resolved), opts, OpType::Broadcast, dtype);
     // Scale factors mean nothing to a broadcast; they are not negotiated.
     r.spec.prescale = r.spec.postscale = 1.0;
     r.spec.root = root_rank;

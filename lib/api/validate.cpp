@@ -250,6 +250,7 @@ Error resolve_name(Runtime& rt, const char* name, const char* op, int32_t proces
   if (len > kMaxNameBytes)
     return make_error(HVD_ERR_INVALID_ARGUMENT, "tensor name is longer than %zu bytes",
                       kMaxNameBytes);
+  *out = take_name_storage();  // steady state: a released name's memory, reused
   out->assign(name, len);
   return Error::success();
 }
@@ -277,17 +278,22 @@ std::string group_member_name(const std::string& base, int i) { return base + ".
 
 Request make_request(std::string name, const OpOptions& opts, OpType op, hvd_dtype_t dtype) {
   Request r;
-  r.name = std::move(name);
-  r.spec.op = op;
-  r.spec.dtype = dtype;
-  r.spec.device = opts.device;
-  r.spec.process_set = opts.process_set;
-  r.spec.prescale = opts.prescale;
-  r.spec.postscale = opts.postscale;
-  r.stream = opts.stream;
-  r.allocator = opts.allocator;
-  r.allocator_data = opts.allocator_data;
+  fill_request(&r, std::move(name), opts, op, dtype);
   return r;
+}
+
+void fill_request(Request* r, std::string name, const OpOptions& opts, OpType op,
+                  hvd_dtype_t dtype) {
+  r->name = std::move(name);
+  r->spec.op = op;
+  r->spec.dtype = dtype;
+  r->spec.device = opts.device;
+  r->spec.process_set = opts.process_set;
+  r->spec.prescale = opts.prescale;
+  r->spec.postscale = opts.postscale;
+  r->stream = opts.stream;
+  r->allocator = opts.allocator;
+  r->allocator_data = opts.allocator_data;
 }
 
 hvd_status_t finish(const Error& error) {

@@ -99,6 +99,9 @@ Error begin(const Call& call, const hvd_op_options_t* options, std::shared_ptr<R
             OpOptions* opts, std::shared_ptr<ProcessSet>* set, std::string* resolved);
 // The request skeleton: name, op, dtype and the options' fields.
 Request make_request(std::string name, const OpOptions& opts, OpType op, hvd_dtype_t dtype);
+// The same into a default-constructed request (no temporary to move and destroy).
+void fill_request(Request* r, std::string name, const OpOptions& opts, OpType op,
+                  hvd_dtype_t dtype);
 
 // Exported functions end in one of these: a status, with last_error set on failure.
 hvd_status_t finish(const Error& error);

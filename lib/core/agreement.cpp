@@ -5,6 +5,7 @@
 #include <map>
 
 #include "base/dtype.h"
+#include "base/tensor_key.h"
 #include "ops/adasum/adasum_math.h"
 
 namespace hvd {
@@ -108,6 +109,7 @@ Response agree(const std::string& key, const std::string& name,
                int set_size) {
   Response response;
   response.key = key;
+  response.key_hash = hash_key(key);
   response.name = name;
   response.spec = specs[0];
   const OpType op = specs[0].op;

@@ -178,7 +178,8 @@ void BackgroundLoop::observe_for_tuning(std::span<const Response> ready,
   const double now = now_seconds();
   bool step_ended = false;
   for (const Response& r : ready)
-    if (r.error.ok() && r.spec.op != OpType::Join && steps_.observe(r.key)) step_ended = true;
+    if (r.error.ok() && r.spec.op != OpType::Join && steps_.observe(r.key, r.key_hash))
+      step_ended = true;
   // A step ends when a tensor name comes back: score the step just finished.
   if (step_ended && step_start_ > 0 &&
       tuner_->record_step(step_bytes_, now - step_start_)) {
@@ -198,7 +199,7 @@ void BackgroundLoop::observe_step(std::span<const Response> ready) {
   bool step_ended = false;
   for (const Response& r : ready) {
     if (!r.error.ok() || r.spec.op == OpType::Join) continue;
-    if (stat_steps_.observe(r.key)) step_ended = true;
+    if (stat_steps_.observe(r.key, r.key_hash)) step_ended = true;
     // The first tensor ever run starts the first step.
     if (!steps_started_) step_ended = steps_started_ = true;
   }

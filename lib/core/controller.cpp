@@ -44,13 +44,14 @@ void Controller::intake(std::vector<Request>&& requests) {
   const double now = now_seconds();
   for (Request& r : requests) {
     auto node = spare_pending_.take();
-    std::string& key = node.key();
-    TensorQueue::key_into(r.spec.process_set, r.name, &key);
+    TensorKey& key = node.key();
+    TensorQueue::key_into(r.spec.process_set, r.name, &key.str);
+    key.hash = r.key_hash ? r.key_hash : hash_key(key.str);
     Local& local = node.mapped();
     local.cache_slot = -1;
     local.announced = false;
     local.since = now;
-    int slot = cache_.find(key);
+    int slot = cache_.find(key.str, key.hash);
     if (slot >= 0) {
       if (r.spec.process_set != set_id || !set) {
         set = sets_->find(r.spec.process_set);
@@ -70,7 +71,7 @@ void Controller::intake(std::vector<Request>&& requests) {
       }
     }
     local.request = std::move(r);
-    if (local.cache_slot < 0) unannounced_.push_back(key);
+    if (local.cache_slot < 0) unannounced_.push_back(key.str);
     pending_.insert(std::move(node));
   }
 }
@@ -171,7 +172,7 @@ RoundFlags Controller::apply_bits(const uint64_t* words) {
 
 void Controller::forget_slot(int slot) {
   const std::string key = cache_.at(slot).key;
-  auto it = pending_.find(key);
+  auto it = pending_.find(TensorKeyRef(key, cache_.at(slot).key_hash));
   if (it != pending_.end() && it->second.cache_slot == slot) {
     it->second.cache_slot = -1;
     unannounced_.push_back(key);
@@ -187,11 +188,11 @@ size_t Controller::set_cache_enabled(bool enabled) {
   for (size_t slot = 0; slot < cache_.capacity(); ++slot) {
     const int s = static_cast<int>(slot);
     if (!cache_.occupied(s)) continue;
-    auto it = pending_.find(cache_.at(s).key);
+    auto it = pending_.find(TensorKeyRef(cache_.at(s).key, cache_.at(s).key_hash));
     if (it != pending_.end() && it->second.cache_slot == s) {
       it->second.cache_slot = -1;
       it->second.announced = false;
-      unannounced_.push_back(it->first);
+      unannounced_.push_back(it->first.str);
       ++sent_back;
     }
   }
@@ -389,7 +390,7 @@ std::vector<std::pair<Request, Error>> Controller::take_blocked_by_join() {
   for (auto it = pending_.begin(); it != pending_.end();) {
     const Request& r = it->second.request;
     const bool blocked =
-        blocked_on(r.spec.op, r.spec.process_set) && !ready_keys.count(it->first);
+        blocked_on(r.spec.op, r.spec.process_set) && !ready_keys.count(it->first.str);
     if (!blocked) {
       ++it;
       continue;
@@ -467,14 +468,15 @@ void Controller::add_ready(Response&& response) {
   ++ready_count_;
 }
 
-Request* Controller::find_local(const std::string& key) {
-  auto it = pending_.find(key);
+Request* Controller::find_local(const std::string& key, size_t key_hash) {
+  auto it = pending_.find(TensorKeyRef(key, key_hash));
   return it == pending_.end() ? nullptr : &it->second.request;
 }
 
-bool Controller::take_local(const std::string& key, Request* out) {
-  auto node = pending_.extract(key);
-  if (!node) return false;
+bool Controller::take_local(const std::string& key, Request* out, size_t key_hash) {
+  auto it = pending_.find(TensorKeyRef(key, key_hash));
+  if (it == pending_.end()) return false;
+  auto node = pending_.extract(it);
   *out = std::move(node.mapped().request);
   spare_pending_.give(std::move(node));
   return true;

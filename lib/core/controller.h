@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/tensor_key.h"
 #include "core/node_pool.h"
 #include "core/process_sets.h"
 #include "core/response.h"
@@ -74,9 +75,10 @@ class Controller {
   size_t take_ready(std::vector<Response>* out);
 
   // The local request for a response key, or nullptr (not a member, or joined).
-  Request* find_local(const std::string& key);
+  // key_hash: hash_key(key), or 0 (computed here).
+  Request* find_local(const std::string& key, size_t key_hash = 0);
   // Removes the local request of key (to complete it).
-  bool take_local(const std::string& key, Request* out);
+  bool take_local(const std::string& key, Request* out, size_t key_hash = 0);
   // Every local request (shutdown).
   std::vector<Request> take_all_local();
 
@@ -163,8 +165,9 @@ class Controller {
   // Pending requests by key. Nodes of completed requests are kept for reuse: the
   // same tensors come back every step, and a node and a key allocation per tensor
   // were a measurable share of a small tensor's cost.
-  std::unordered_map<std::string, Local> pending_;
-  NodePool<std::unordered_map<std::string, Local>> spare_pending_;
+  using PendingMap = std::unordered_map<TensorKey, Local, TensorKeyHash, TensorKeyEqual>;
+  PendingMap pending_;
+  NodePool<PendingMap> spare_pending_;
   std::vector<std::string> unannounced_;   // keys, in enqueue order
   std::vector<int> invalid_slots_;
   std::unordered_map<std::string, Announcement> table_;

@@ -29,13 +29,19 @@ Error enqueue(Runtime& rt, std::vector<Request>&& requests, hvd_handle_t* handle
   return Error::success();
 }
 
+namespace {
+thread_local std::string t_name_storage;
+}  // namespace
+
+std::string take_name_storage() { return std::move(t_name_storage); }
+
 Error enqueue(Runtime& rt, Request&& request, hvd_handle_t* handle) {
   HandleState* state = nullptr;
   hvd_handle_t h = handle_table().add(1, &state);
   if (step_stats().enabled()) state->set_name(request.name);
   request.handle = state;
   request.enqueue_time = now_seconds();
-  Error err = rt.queue.push(std::move(request));
+  Error err = rt.queue.push(std::move(request), &t_name_storage);
   if (!err.ok()) {
     handle_table().take(h);
     return err;

@@ -13,6 +13,10 @@ namespace hvd {
 Error enqueue(Runtime& rt, std::vector<Request>&& requests, hvd_handle_t* handle);
 Error enqueue(Runtime& rt, Request&& request, hvd_handle_t* handle);
 
+// Storage for the next tensor name this thread resolves: the string of a name that
+// completed, handed back by the queue at enqueue, or an empty string.
+std::string take_name_storage();
+
 // Handles outlive the runtime: an operation failed by hvd_shutdown can still be
 // waited for afterwards, and reports HVD_ERR_SHUT_DOWN.
 HandleTable& handle_table();

@@ -68,6 +68,9 @@ struct Request {
   void* stream = nullptr;
   HandleState* handle = nullptr;  // pooled; valid until the handle is waited for
   double enqueue_time = 0;  // seconds, monotonic
+  // hash_key of the request's key (process set and name), set when it is queued;
+  // 0 until then.
+  size_t key_hash = 0;
 };
 
 double now_seconds();

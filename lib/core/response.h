@@ -12,6 +12,7 @@ namespace hvd {
 
 struct Response {
   std::string key;   // process set + name, as TensorQueue::key_of
+  size_t key_hash = 0;  // hash_key(key), or 0 where not computed
   std::string name;
   TensorSpec spec;   // the spec of the lowest set rank
   // allgather: rows of each set rank; alltoall: set_size x set_size send splits,

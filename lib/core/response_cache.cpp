@@ -26,16 +26,18 @@ ResponseCache::ResponseCache(size_t capacity)
   for (size_t i = capacity; i > 0; --i) free_.push_back(static_cast<int>(i - 1));
 }
 
-int ResponseCache::find(const std::string& key) const {
-  auto it = index_.find(key);
+int ResponseCache::find(std::string_view key, size_t key_hash) const {
+  auto it = index_.find(TensorKeyRef(key, key_hash));
   return it == index_.end() ? -1 : it->second;
 }
 
 int ResponseCache::put(const Response& response, std::string* evicted_key) {
   if (capacity() == 0) return -1;
-  int slot = find(response.key);
+  const TensorKeyRef key(response.key, response.key_hash);
+  int slot = find(key.str, key.hash);
   if (slot >= 0) {
     slots_[slot] = response;
+    slots_[slot].key_hash = key.hash;
     touch(slot);
     return slot;
   }
@@ -47,9 +49,10 @@ int ResponseCache::put(const Response& response, std::string* evicted_key) {
   slot = free_.back();
   free_.pop_back();
   slots_[slot] = response;
+  slots_[slot].key_hash = key.hash;
   used_[slot / 64] |= uint64_t{1} << (slot % 64);
   if (response.spec.process_set != 0) other_set_[slot / 64] |= uint64_t{1} << (slot % 64);
-  index_[response.key] = slot;
+  index_.emplace(TensorKey{response.key, key.hash}, slot);
   lru_.push_front(slot);
   lru_pos_[slot] = lru_.begin();
   return slot;
@@ -61,7 +64,8 @@ void ResponseCache::touch(int slot) {
 
 void ResponseCache::erase(int slot) {
   if (!occupied(slot)) return;
-  index_.erase(slots_[slot].key);
+  auto it = index_.find(TensorKeyRef(slots_[slot].key, slots_[slot].key_hash));
+  if (it != index_.end()) index_.erase(it);
   lru_.erase(lru_pos_[slot]);
   used_[slot / 64] &= ~(uint64_t{1} << (slot % 64));
   other_set_[slot / 64] &= ~(uint64_t{1} << (slot % 64));

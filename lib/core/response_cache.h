@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <list>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "base/tensor_key.h"
 #include "core/response.h"
 
 namespace hvd {
@@ -21,8 +23,8 @@ class ResponseCache {
   size_t capacity() const { return slots_.size(); }
   size_t size() const { return index_.size(); }
 
-  // Slot of key, or -1.
-  int find(const std::string& key) const;
+  // Slot of key, or -1. key_hash: hash_key(key), or 0 (computed here).
+  int find(std::string_view key, size_t key_hash = 0) const;
   const Response& at(int slot) const { return slots_[slot]; }
   bool occupied(int slot) const { return used_[slot / 64] >> (slot % 64) & 1; }
   // Occupied slots as a bitmap, 64 per word (capacity rounded up): rounds scan it
@@ -41,7 +43,7 @@ class ResponseCache {
   std::vector<Response> slots_;
   std::vector<uint64_t> used_;
   std::vector<uint64_t> other_set_;
-  std::unordered_map<std::string, int> index_;
+  std::unordered_map<TensorKey, int, TensorKeyHash, TensorKeyEqual> index_;
   std::list<int> lru_;  // front = most recent
   std::vector<std::list<int>::iterator> lru_pos_;
   std::vector<int> free_;

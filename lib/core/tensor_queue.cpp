@@ -26,8 +26,7 @@ Error TensorQueue::push(std::vector<Request>&& requests) {
     if (closed_) return make_error(HVD_ERR_SHUT_DOWN, "%s", close_reason_.c_str());
     for (size_t i = 0; i < requests.size(); ++i) {
       const Request& r = requests[i];
-      std::string key = key_of(r.spec.process_set, r.name);
-      bool repeated = in_flight_.count(key) != 0;
+      bool repeated = in_flight_.count(key_of(r.spec.process_set, r.name)) != 0;
       for (size_t j = 0; j < i && !repeated; ++j)
         repeated = requests[j].name == r.name && requests[j].spec.process_set == r.spec.process_set;
       if (repeated)
@@ -37,7 +36,7 @@ Error TensorQueue::push(std::vector<Request>&& requests) {
                           r.name.c_str());
     }
     for (Request& r : requests) {
-      insert_in_flight(r.spec.process_set, r.name);  // checked above: not in flight
+      insert_in_flight(r);  // checked above: not in flight
       queue_.push_back(std::move(r));
     }
     signalled_.store(true, std::memory_order_release);
@@ -49,16 +48,28 @@ Error TensorQueue::push(std::vector<Request>&& requests) {
   return Error::success();
 }
 
-Error TensorQueue::push(Request&& request) {
+namespace {
+// Released name strings kept for reuse: enough for a large model's step of tensors
+// pushed one by one (grouped pushes do not take them back).
+constexpr size_t kMaxSpareNames = 4096;
+// The capacity of a string that holds no memory of its own.
+const size_t kInlineCapacity = std::string().capacity();
+}  // namespace
+
+Error TensorQueue::push(Request&& request, std::string* spare_name) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closed_) return make_error(HVD_ERR_SHUT_DOWN, "%s", close_reason_.c_str());
-    if (!insert_in_flight(request.spec.process_set, request.name))
+    if (!insert_in_flight(request))
       return make_error(HVD_ERR_DUPLICATE_NAME,
                         "a tensor named '%s' is already in flight on this rank; wait for "
                         "its handle before reusing the name, or give this one another name",
                         request.name.c_str());
     queue_.push_back(std::move(request));
+    if (spare_name && spare_name->capacity() <= kInlineCapacity && !spare_names_.empty()) {
+      spare_name->swap(spare_names_.back());
+      spare_names_.pop_back();
+    }
     signalled_.store(true, std::memory_order_release);
     if (!sleeping_) return Error::success();
   }
@@ -66,17 +77,23 @@ Error TensorQueue::push(Request&& request) {
   return Error::success();
 }
 
-bool TensorQueue::insert_in_flight(int32_t process_set, const std::string& name) {
+bool TensorQueue::insert_in_flight(Request& request) {
   auto node = spare_nodes_.take();
-  key_into(process_set, name, &node.value());  // reuses the string's capacity
+  TensorKey& key = node.value();
+  key_into(request.spec.process_set, request.name, &key.str);  // reuses the string's capacity
+  key.hash = hash_key(key.str);
   auto result = in_flight_.insert(std::move(node));
-  if (result.inserted) return true;
-  spare_nodes_.give(std::move(result.node));
-  return false;
+  if (!result.inserted) {
+    spare_nodes_.give(std::move(result.node));
+    return false;
+  }
+  request.key_hash = result.position->hash;
+  return true;
 }
 
-void TensorQueue::erase_in_flight(const std::string& key) {
-  spare_nodes_.give(in_flight_.extract(key));
+void TensorQueue::erase_in_flight(const TensorKeyRef& key) {
+  auto it = in_flight_.find(key);
+  if (it != in_flight_.end()) spare_nodes_.give(in_flight_.extract(it));
 }
 
 void TensorQueue::drain(std::vector<Request>* out) {
@@ -93,16 +110,20 @@ void TensorQueue::drain(std::vector<Request>* out) {
 
 void TensorQueue::release_name(const std::string& key) {
   std::lock_guard<std::mutex> lock(mutex_);
-  erase_in_flight(key);
+  erase_in_flight(TensorKeyRef(key, 0));
 }
 
-void TensorQueue::release_names(const std::vector<Request>& completed) {
+void TensorQueue::release_names(std::vector<Request>& completed) {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const Request& r : completed) {
+  for (Request& r : completed) {
     if (r.spec.process_set == 0) {
-      erase_in_flight(r.name);
+      erase_in_flight(TensorKeyRef(r.name, r.key_hash));
     } else {
-      erase_in_flight(key_of(r.spec.process_set, r.name));
+      erase_in_flight(TensorKeyRef(key_of(r.spec.process_set, r.name), r.key_hash));
+    }
+    if (r.name.capacity() > kInlineCapacity && spare_names_.size() < kMaxSpareNames) {
+      spare_names_.push_back(std::move(r.name));
+      r.name.clear();
     }
   }
 }

@@ -10,6 +10,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/tensor_key.h"
 #include "core/node_pool.h"
 #include "core/request.h"
 
@@ -21,15 +22,19 @@ class TensorQueue {
   // fails the whole push with HVD_ERR_DUPLICATE_NAME; after close(), HVD_ERR_SHUT_DOWN.
   Error push(std::vector<Request>&& requests);
   // The same for a single request (the common case: no vector to allocate).
-  Error push(Request&& request);
+  // spare_name: the caller's storage for its next name; when it holds no memory of its
+  // own, it gets the string of a released name, so that naming a tensor allocates
+  // nothing in steady state.
+  Error push(Request&& request, std::string* spare_name = nullptr);
 
   // Moves every queued request into *out (appending).
   void drain(std::vector<Request>* out);
 
   // Called when an operation completes: its name may be used again.
   void release_name(const std::string& key);
-  // The same for several, under one lock.
-  void release_names(const std::vector<Request>& completed);
+  // The same for several, under one lock. Their name strings are kept for push's
+  // spare_name (the requests' names are left empty).
+  void release_names(std::vector<Request>& completed);
 
   // Sleeps until something is pushed, poke() is called, or timeout_us passes.
   // Returns true if there was something to do (queue non-empty or poked).
@@ -52,12 +57,14 @@ class TensorQueue {
   std::condition_variable cv_;
   std::vector<Request> queue_;
   // Marks a request's name in flight with one lookup, reusing a node of a released
-  // name; false if it is in flight already.
-  bool insert_in_flight(int32_t process_set, const std::string& name);
-  void erase_in_flight(const std::string& key);
+  // name, and sets its key_hash; false if it is in flight already.
+  bool insert_in_flight(Request& request);
+  void erase_in_flight(const TensorKeyRef& key);
 
-  std::unordered_set<std::string> in_flight_;
-  NodePool<std::unordered_set<std::string>> spare_nodes_;
+  using KeySet = std::unordered_set<TensorKey, TensorKeyHash, TensorKeyEqual>;
+  KeySet in_flight_;
+  NodePool<KeySet> spare_nodes_;
+  std::vector<std::string> spare_names_;  // released names' strings, for reuse
   bool poked_ = false;
   bool sleeping_ = false;  // the background thread waits on cv_
   std::atomic<bool> signalled_{false};  // queue non-empty or poked

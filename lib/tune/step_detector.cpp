@@ -4,10 +4,11 @@
 
 namespace hvd {
 
-bool StepDetector::observe(std::string_view name) {
-  auto it = seen_.find(name);
+bool StepDetector::observe(std::string_view name, size_t hash) {
+  const TensorKeyRef key(name, hash);
+  auto it = seen_.find(key);
   if (it == seen_.end()) {
-    seen_.emplace(std::string(name), step_);
+    seen_.emplace(TensorKey{std::string(name), key.hash}, step_);
     ++in_step_;
     return false;
   }
@@ -21,7 +22,7 @@ bool StepDetector::observe(std::string_view name) {
   if (seen_.size() > 2 * in_step_ + 1024) {
     for (auto e = seen_.begin(); e != seen_.end();)
       e = e->second == ended ? std::next(e) : seen_.erase(e);
-    it = seen_.find(name);
+    it = seen_.find(key);
   }
   it->second = step_;
   in_step_ = 1;

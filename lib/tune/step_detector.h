@@ -9,12 +9,15 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "base/tensor_key.h"
+
 namespace hvd {
 
 class StepDetector {
  public:
-  // Notes one executed tensor; true when it begins a new step.
-  bool observe(std::string_view name);
+  // Notes one executed tensor; true when it begins a new step. hash: hash_key(name),
+  // or 0 (computed here).
+  bool observe(std::string_view name, size_t hash = 0);
   size_t tracked() const { return seen_.size(); }  // names held (tests)
   void reset() {
     seen_.clear();
@@ -23,15 +26,11 @@ class StepDetector {
   }
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
   // Each name with the last step it ran in. Names stay from step to step (the same
   // ones come back every step), so observing one allocates nothing in steady state;
   // names that stop coming back (automatic names count up) are dropped when they
   // outnumber the step's own.
-  std::unordered_map<std::string, uint64_t, Hash, std::equal_to<>> seen_;
+  std::unordered_map<TensorKey, uint64_t, TensorKeyHash, TensorKeyEqual> seen_;
   uint64_t step_ = 1;
   size_t in_step_ = 0;  // names seen in the current step
 };

@@ -1,5 +1,6 @@
 // Single-process tests of the negotiation pieces: the response cache, the agreement
 // check, the wire format and the fusion planner.
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "core/agreement.h"
 #include "core/fusion_planner.h"
 #include "core/response_cache.h"
+#include "core/tensor_queue.h"
 #include "core/wire.h"
 #include "fusion/fused_cursor.h"
 #include "fusion/scale.h"
@@ -64,6 +66,67 @@ void cache_of_capacity_zero_holds_nothing(void**) {
   std::string evicted;
   assert_int_equal(cache.put(allreduce_response("a", 1), &evicted), -1);
   assert_int_equal(cache.find("a"), -1);
+}
+
+// Keys hashed once at enqueue are found the same as keys hashed at lookup: the queue
+// sets each request's hash, the cache keeps a hash for every slot whether or not the
+// response came with one.
+void keys_hashed_once_match_keys_hashed_late(void**) {
+  TensorQueue queue;
+  Request a, b;
+  a.name = b.name = "grad.0";
+  b.spec.process_set = 1;
+  assert_int_equal(queue.push(std::move(a)).status, HVD_SUCCESS);
+  assert_int_equal(queue.push(std::move(b)).status, HVD_SUCCESS);
+  std::vector<Request> drained;
+  queue.drain(&drained);
+  assert_int_equal(drained.size(), 2);
+  assert_true(drained[0].key_hash == hash_key("grad.0"));
+  assert_true(drained[1].key_hash == hash_key(TensorQueue::key_of(1, "grad.0")));
+  Request again;
+  again.name = "grad.0";
+  assert_int_equal(queue.push(std::move(again)).status, HVD_ERR_DUPLICATE_NAME);
+  queue.release_names(drained);
+  again.name = "grad.0";
+  assert_int_equal(queue.push(std::move(again)).status, HVD_SUCCESS);
+  queue.release_name("grad.0");  // no hash given: computed
+  again.name = "grad.0";
+  assert_int_equal(queue.push(std::move(again)).status, HVD_SUCCESS);
+  // A released name's string comes back as the storage of a later name.
+  Request long_name;
+  long_name.name = std::string(40, 'x');
+  assert_int_equal(queue.push(std::move(long_name)).status, HVD_SUCCESS);
+  drained.clear();
+  queue.drain(&drained);
+  queue.release_names(drained);
+  assert_true(drained.back().name.empty());
+  Request next;
+  next.name = "y";
+  std::string storage;
+  assert_int_equal(queue.push(std::move(next), &storage).status, HVD_SUCCESS);
+  assert_true(storage.capacity() >= 40);
+
+  // Names that differ in a few characters anywhere hash apart.
+  std::vector<size_t> hashes;
+  for (int i = 0; i < 1000; ++i) {
+    hashes.push_back(hash_key("allreduce.module.layer" + std::to_string(i) + ".conv.weight"));
+    hashes.push_back(hash_key("g" + std::to_string(i)));
+  }
+  hashes.push_back(hash_key(""));
+  std::sort(hashes.begin(), hashes.end());
+  assert_true(std::adjacent_find(hashes.begin(), hashes.end()) == hashes.end());
+
+  ResponseCache cache(2);
+  std::string evicted;
+  Response late = allreduce_response("late", 1);  // key_hash 0: the cache computes it
+  Response early = allreduce_response("early", 1);
+  early.key_hash = hash_key("early");
+  const int l = cache.put(late, &evicted), e = cache.put(early, &evicted);
+  assert_true(cache.at(l).key_hash == hash_key("late"));
+  assert_int_equal(cache.find("late", hash_key("late")), l);
+  assert_int_equal(cache.find("early"), e);
+  cache.erase(l);
+  assert_int_equal(cache.find("late"), -1);
 }
 
 // The bitmaps rounds scan: occupied slots, and those outside the global set, across
@@ -412,6 +475,7 @@ int main() {
   const CMUnitTest tests[] = {
       cmocka_unit_test(cache_evicts_least_recently_used),
       cmocka_unit_test(cache_of_capacity_zero_holds_nothing),
+      cmocka_unit_test(keys_hashed_once_match_keys_hashed_late),
       cmocka_unit_test(cache_bitmaps_follow_slots),
       cmocka_unit_test(fused_cursor_covers_every_element_once),
       cmocka_unit_test(identical_caches_from_identical_histories),
