@@ -61,6 +61,12 @@ def check_step(line, baseline, latency):
             fail("the limit is slower than the per-tensor reference")
         check_ratio(line, "vs_limit", "limit_ms")
         check_ratio(line, "vs_per_tensor", "per_tensor_ms")
+        check_stats(line, "hvd_back_to_back_ms")
+        want = line["limit_ms"]["median"] / line["hvd_back_to_back_ms"]["median"]
+        if not math.isclose(line["vs_limit_back_to_back"], want, rel_tol=1e-3):
+            fail("vs_limit_back_to_back is %r, want %r" % (line["vs_limit_back_to_back"], want))
+    elif "hvd_back_to_back_ms" in line:
+        fail("hvd_back_to_back_ms belongs to --baseline runs")
     if latency:
         check_stats(line, "hvd_latency_us")
         if baseline:

@@ -44,7 +44,8 @@ int64_t wrong(const StrategyCase& c, const TensorSet& set, double factor) {
 }
 
 void print_table(const Options& o, const TensorSet& set, int size, const Layout& layout,
-                 int inner, const std::vector<Measured>& results, const Measured* limit) {
+                 int inner, const std::vector<Measured>& results, const Measured* limit,
+                 const Measured* back_to_back) {
   const Measured& hvd = results.front();
   std::string what = o.mode == Mode::Workload
                          ? "workload " + o.workload_path
@@ -64,6 +65,10 @@ void print_table(const Options& o, const TensorSet& set, int size, const Layout&
     std::printf("  %-22s %12.4f %12.4f %12.4f %14s %8lld\n", m.what.name().c_str(), m.ms.median,
                 m.ms.min, m.ms.max, ratio, static_cast<long long>(m.wrong));
   }
+  if (back_to_back)
+    std::printf("  %-22s %12.4f %12.4f %12.4f %14s %8lld\n", "libhvd back to back",
+                back_to_back->ms.median, back_to_back->ms.min, back_to_back->ms.max, "",
+                static_cast<long long>(back_to_back->wrong));
   double load[1] = {0};
   if (getloadavg(load, 1) == 1)
     std::printf("# load average (1 min) at the end: %.2f (other processes share the cores)\n",
@@ -84,6 +89,10 @@ void print_table(const Options& o, const TensorSet& set, int size, const Layout&
                     "copied): %.3f x the limit, libhvd %.3f x hybrid\n",
                     limit->ms.median / m.ms.median, m.ms.median / hvd.ms.median);
     }
+    if (back_to_back)
+      std::printf("# libhvd back to back (its repetitions one after another, no reference "
+                  "between them): %.3f x the limit\n",
+                  limit->ms.median / back_to_back->ms.median);
     if (set.count() == 1)
       std::printf("# latency: libhvd %.2f us, raw MPI %.2f us, difference %.2f us\n",
                   hvd.ms.median * 1e3, per_tensor.ms.median * 1e3,
@@ -92,7 +101,8 @@ void print_table(const Options& o, const TensorSet& set, int size, const Layout&
 }
 
 void print_json(const Options& o, const TensorSet& set, int size, const Layout& layout,
-                const std::vector<Measured>& results, const Measured* limit) {
+                const std::vector<Measured>& results, const Measured* limit,
+                const Measured* back_to_back) {
   const Measured& hvd = results.front();
   JsonLine line;
   line.add("mode", o.mode == Mode::Workload ? "workload" : "tensors");
@@ -121,6 +131,9 @@ void print_json(const Options& o, const TensorSet& set, int size, const Layout& 
   for (const Measured& m : results)
     if (m.what.strategy == Strategy::FusedCopies)
       line.add("fused_copies_ms", m.ms).add("vs_fused_copies", m.ms.median / hvd.ms.median);
+  if (back_to_back && limit)
+    line.add("hvd_back_to_back_ms", back_to_back->ms)
+        .add("vs_limit_back_to_back", limit->ms.median / back_to_back->ms.median);
   line.add("wrong", static_cast<long long>(hvd.wrong));
   std::printf("%s\n", line.str().c_str());
 }
@@ -160,7 +173,26 @@ int run_workload_mode(const Options& o) {
     for (size_t j = 0; j < n; ++j) run_case(results[(rep + j) % n], rep >= o.warmup);
   }
 
-  int64_t total_wrong = 0;
+  // With references, libhvd's repetitions also run one after another, nothing between
+  // them but refilling the tensors: interleaved, each libhvd step follows the
+  // references' traffic with its threads idle, which a training loop's steps do not.
+  Measured back_to_back{results.front().what, {}, 0, {}};
+  if (o.baseline) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int rep = 0; rep < o.warmup + o.iters; ++rep) {
+      set.fill_tensors();
+      double start = now_seconds();
+      for (int k = 0; k < inner; ++k) libhvd.run(set);
+      double elapsed = (now_seconds() - start) / inner;
+      back_to_back.wrong += wrong(back_to_back.what, set, factor);
+      if (rep >= o.warmup) back_to_back.seconds.push_back(elapsed);
+    }
+    max_over_ranks(&back_to_back.seconds);
+    back_to_back.ms = scaled(summarize(back_to_back.seconds), 1e3);
+    back_to_back.wrong = sum_over_ranks(back_to_back.wrong);
+  }
+
+  int64_t total_wrong = back_to_back.wrong;
   for (Measured& m : results) {
     max_over_ranks(&m.seconds);
     m.ms = scaled(summarize(m.seconds), 1e3);
@@ -173,8 +205,9 @@ int run_workload_mode(const Options& o) {
       limit = &results[j];
 
   if (rank == 0) {
-    if (o.json) print_json(o, set, size, layout, results, limit);
-    else print_table(o, set, size, layout, inner, results, limit);
+    const Measured* b2b = o.baseline ? &back_to_back : nullptr;
+    if (o.json) print_json(o, set, size, layout, results, limit, b2b);
+    else print_table(o, set, size, layout, inner, results, limit, b2b);
     std::fflush(stdout);
     if (total_wrong)
       std::fprintf(stderr, "hvd-bench: %lld wrong elements (see #wrong)\n",
