@@ -1,5 +1,7 @@
 #include "base/dtype.h"
 
+#include <cctype>
+
 namespace hvd {
 
 size_t dtype_size(hvd_dtype_t dtype) {
@@ -23,6 +25,12 @@ const char* dtype_name(hvd_dtype_t dtype) {
   static const char* names[] = {"uint8",   "int8",     "uint16",  "int16",   "int32", "int64",
                                 "float16", "bfloat16", "float32", "float64", "bool"};
   return dtype_valid(dtype) ? names[dtype] : "invalid";
+}
+
+std::string dtype_upper_name(hvd_dtype_t dtype) {
+  std::string name = dtype_name(dtype);
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name;
 }
 
 const char* reduce_op_name(hvd_reduce_op_t op) {

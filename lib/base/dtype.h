@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 #include "hvd/hvd.h"
 
@@ -16,6 +17,9 @@ inline bool reduce_op_valid(int op) { return op >= 0 && op < kNumReduceOps; }
 
 size_t dtype_size(hvd_dtype_t dtype);
 const char* dtype_name(hvd_dtype_t dtype);
+// "FLOAT32" for HVD_FLOAT32: the spelling of the C constant (HVD_...) and of
+// Horovod's (HOROVOD_...), after their prefix.
+std::string dtype_upper_name(hvd_dtype_t dtype);
 const char* reduce_op_name(hvd_reduce_op_t op);
 inline bool dtype_is_float(hvd_dtype_t d) {
   return d == HVD_FLOAT16 || d == HVD_BFLOAT16 || d == HVD_FLOAT32 || d == HVD_FLOAT64;

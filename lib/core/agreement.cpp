@@ -1,6 +1,5 @@
 #include "core/agreement.h"
 
-#include <cctype>
 #include <functional>
 #include <map>
 
@@ -11,14 +10,6 @@
 namespace hvd {
 
 namespace {
-
-// "FLOAT32" for HVD_FLOAT32: the C constant's spelling, which the Python layer
-// rewrites into its own.
-std::string upper_dtype_name(hvd_dtype_t dtype) {
-  std::string name = dtype_name(dtype);
-  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return name;
-}
 
 std::string shape_text(const Dims& shape, size_t from) {
   std::string s = "[";
@@ -81,7 +72,7 @@ Error reduction_error(const std::string& name, const TensorSpec& spec, int set_s
       return make_error(HVD_ERR_INVALID_ARGUMENT,
                         "tensor '%s': HVD_OP_ADASUM needs a floating-point dtype (HVD_FLOAT16, "
                         "HVD_BFLOAT16, HVD_FLOAT32 or HVD_FLOAT64); got HVD_%s",
-                        name.c_str(), upper_dtype_name(spec.dtype).c_str());
+                        name.c_str(), dtype_upper_name(spec.dtype).c_str());
     // Device tensors combine across nodes with NCCL, where the number of nodes
     // counts instead: the device engine decides (DeviceAdasum::check).
     if (spec.device == HVD_DEVICE_CPU && (set_size & (set_size - 1)))

@@ -71,7 +71,6 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
   executor_.use_hierarchical_allgather(rt_.params.hierarchical_allgather);
   controller_.set_timeline(&process_timeline());
   executor_.set_timeline(&process_timeline());
-  executor_.set_counters(&rt_.counters);
   executor_.use_hierarchical(rt_.params.hierarchical_allreduce);
   if (rt_.params.hierarchical_allreduce && hier_.useful() && !rt_.homogeneous && rt_.rank == 0)
     HVD_LOG(Warning,

@@ -1,6 +1,5 @@
 #include "core/execute.h"
 
-#include <cctype>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -28,12 +27,7 @@ Error broadcast_root(const Response& r, const ProcessSet& set, int* root) {
   return Error::success();
 }
 
-std::string horovod_dtype_label(hvd_dtype_t dtype) {
-  std::string label = "HOROVOD_";
-  for (const char* c = dtype_name(dtype); *c; ++c)
-    label.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(*c))));
-  return label;
-}
+std::string horovod_dtype_label(hvd_dtype_t dtype) { return "HOROVOD_" + dtype_upper_name(dtype); }
 
 std::string output_shape_text(const Response& r, const ProcessSet& set) {
   const int me = set.my_set_rank, size = set.size();
@@ -233,25 +227,10 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
   const hvd_reduce_op_t op = transport_op(spec.reduce_op);
   unsigned char* buffer = nullptr;
 
-  // copy_in/copy_out move elements [offset, offset + n) of the fused operand in and
-  // out of the start of the buffer; a joined rank (no request) contributes zeros.
   FusedCursor in(counts_), out(counts_);
-  auto copy_in = [&](int64_t offset, int64_t n) {
-    in.visit(offset, n, [&](size_t k, int64_t first, int64_t count, int64_t at) {
-      unsigned char* dst = buffer + at * esize;
-      if (locals[k])
-        copy_scaled(dst, static_cast<const unsigned char*>(locals[k]->send) + first * esize, count,
-                    spec.dtype, spec.prescale);
-      else
-        std::memset(dst, 0, static_cast<size_t>(count) * esize);
-    });
-  };
+  auto copy_in = [&](int64_t offset, int64_t n) { fill_fused(in, locals, spec, buffer, offset, n); };
   auto copy_out = [&](int64_t offset, int64_t n) {
-    out.visit(offset, n, [&](size_t k, int64_t first, int64_t count, int64_t at) {
-      if (locals[k])
-        copy_averaged(static_cast<unsigned char*>(locals[k]->recv) + first * esize,
-                      buffer + at * esize, count, spec.dtype, divisor, spec.postscale);
-    });
+    drain_fused(out, locals, spec, divisor, buffer, offset, n);
   };
 
   // Hierarchical reductions take the operand whole (their cross-node step pays per
@@ -330,6 +309,30 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
   };
   auto timed_drain = [&](int64_t offset, int64_t n) { timed_copy([&] { drain(offset, n); }); };
   return host_->allreduce_staged(total, spec.dtype, op, comm, timed_fill, timed_drain);
+}
+
+void Executor::fill_fused(FusedCursor& in, const std::vector<Request*>& locals, const TensorSpec& spec,
+                          unsigned char* buffer, int64_t offset, int64_t n) {
+  const int64_t esize = static_cast<int64_t>(dtype_size(spec.dtype));
+  in.visit(offset, n, [&](size_t k, int64_t first, int64_t count, int64_t at) {
+    unsigned char* dst = buffer + at * esize;
+    if (locals[k])
+      copy_scaled(dst, static_cast<const unsigned char*>(locals[k]->send) + first * esize, count,
+                  spec.dtype, spec.prescale);
+    else
+      std::memset(dst, 0, static_cast<size_t>(count * esize));
+  });
+}
+
+void Executor::drain_fused(FusedCursor& out, const std::vector<Request*>& locals,
+                           const TensorSpec& spec, int divisor, const unsigned char* buffer,
+                           int64_t offset, int64_t n) {
+  const int64_t esize = static_cast<int64_t>(dtype_size(spec.dtype));
+  out.visit(offset, n, [&](size_t k, int64_t first, int64_t count, int64_t at) {
+    if (locals[k])
+      copy_averaged(static_cast<unsigned char*>(locals[k]->recv) + first * esize, buffer + at * esize,
+                    count, spec.dtype, divisor, spec.postscale);
+  });
 }
 
 void Executor::mark_contiguous_runs(const std::vector<Request*>& locals, size_t esize) {

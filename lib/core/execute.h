@@ -10,7 +10,7 @@
 #include "core/controller.h"
 #include "core/fusion_planner.h"
 #include "core/params.h"
-#include "ops/adasum/adasum_vhdd.h"
+#include "fusion/fused_cursor.h"
 #include "ops/backend.h"
 #include "ops/hier/hier_allgather.h"
 #include "ops/hier/hier_allreduce.h"
@@ -40,8 +40,6 @@ class Executor {
   void use_hierarchical_allgather(bool on) { use_hier_ag_ = on; }
   // The device engine (nullptr: none, and why_not says why device tensors fail).
   void set_timeline(Timeline* timeline) { timeline_ = timeline; }
-  // Where operations the executor runs itself (Adasum) count their traffic.
-  void set_counters(TrafficCounters* counters) { counters_ = counters; }
   void set_device(DeviceEngine* engine, std::string why_not) {
     device_ = engine;
     device_error_ = std::move(why_not);
@@ -73,6 +71,14 @@ class Executor {
   Error reducescatter_fused(const Batch& batch, const std::vector<Response>& responses,
                             const std::vector<Request*>& locals, const ProcessSet& set);
   void* scratch(size_t bytes, bool zero);
+  // Elements [offset, offset + n) of a fused batch's operand into the start of buffer
+  // (prescaled; zeros for a member without a request, a joined rank), and back out of
+  // it into the members' outputs (divided by divisor, postscaled). in and out walk the
+  // batch's tensors; ranges come in increasing order.
+  void fill_fused(FusedCursor& in, const std::vector<Request*>& locals, const TensorSpec& spec,
+                  unsigned char* buffer, int64_t offset, int64_t n);
+  void drain_fused(FusedCursor& out, const std::vector<Request*>& locals, const TensorSpec& spec,
+                   int divisor, const unsigned char* buffer, int64_t offset, int64_t n);
   // Whether this round reduces (gathers) the set's tensors hierarchically: chosen for
   // the global set only, when the layout makes it useful.
   bool hierarchical_allreduce(const ProcessSet& set) const {
@@ -113,8 +119,6 @@ class Executor {
   bool use_hier_ag_ = false;
   DeviceEngine* device_ = nullptr;
   Timeline* timeline_ = nullptr;
-  TrafficCounters* counters_ = nullptr;
-  AdasumVhdd adasum_;
   std::vector<std::string> batch_keys_;  // the running batch's timeline rows
   bool tracing_ = false;                 // the timeline records this batch
   std::string device_error_ = "this rank has no usable GPU";

@@ -4,8 +4,6 @@
 // coefficients, and copied out postscaled. A lone tensor is combined in its output.
 // Always flat: Adasum's tree is over ranks, and a node-local sum first would change
 // the result (the device path does that, as Horovod's GPU Adasum does).
-#include <cstring>
-
 #include "base/dtype.h"
 #include "core/execute.h"
 #include "fusion/fused_cursor.h"
@@ -34,21 +32,12 @@ Error Executor::allreduce_adasum(const Batch& batch, const std::vector<Response>
     buffer = fusion_buffer(static_cast<size_t>(total) * esize).data();
     activity_start("MEMCPY_IN_FUSION_BUFFER");
     FusedCursor in(counts_);
-    in.visit(0, total, [&](size_t k, int64_t first, int64_t count, int64_t at) {
-      unsigned char* dst = buffer + at * static_cast<int64_t>(esize);
-      if (locals[k])
-        copy_scaled(dst, static_cast<const unsigned char*>(locals[k]->send) + first * static_cast<int64_t>(esize),
-                    count, spec.dtype, spec.prescale);
-      else
-        std::memset(dst, 0, static_cast<size_t>(count) * esize);
-    });
+    fill_fused(in, locals, spec, buffer, 0, total);
     activity_end();
   }
 
-  if (counters_) counters_->collectives.fetch_add(1, std::memory_order_relaxed);
   activity_start("MPI_ADASUM_ALLREDUCE");
-  Error err = adasum_.allreduce(buffer, counts_, spec.dtype, set.comm, MPI_COMM_NULL,
-                                counters_ ? &counters_->global_bytes : nullptr);
+  Error err = host_->adasum(buffer, counts_, spec.dtype, set.communicator());
   activity_end();
   HVD_RETURN_IF_ERROR(err);
 
@@ -59,11 +48,7 @@ Error Executor::allreduce_adasum(const Batch& batch, const std::vector<Response>
   }
   activity_start("MEMCPY_OUT_FUSION_BUFFER");
   FusedCursor out(counts_);
-  out.visit(0, total, [&](size_t k, int64_t first, int64_t count, int64_t at) {
-    if (locals[k])
-      copy_scaled(static_cast<unsigned char*>(locals[k]->recv) + first * static_cast<int64_t>(esize),
-                  buffer + at * static_cast<int64_t>(esize), count, spec.dtype, spec.postscale);
-  });
+  drain_fused(out, locals, spec, 1, buffer, 0, total);
   activity_end();
   return Error::success();
 }

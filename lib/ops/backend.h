@@ -69,6 +69,14 @@ class Backend {
   virtual Error reducescatter(const void* send, void* recv, const std::vector<int64_t>& counts,
                               hvd_dtype_t dtype, hvd_reduce_op_t op, const Communicator& comm) = 0;
 
+  // HVD_OP_ADASUM of a batch in place: buffer holds the tensors back to back,
+  // counts[i] elements of tensor i, each combined with its own coefficients over the
+  // set, whose size is a power of two (the caller has checked). Float dtypes only.
+  virtual Error adasum(void* buffer, const std::vector<int64_t>& counts, hvd_dtype_t dtype,
+                       const Communicator& comm) {
+    return make_error(HVD_ERR_UNSUPPORTED, "the %s backend has no Adasum", name());
+  }
+
   // Called on every rank of the world, collectively, after a set is created and
   // before it is destroyed (comm.mpi is MPI_COMM_NULL on non-members), so a backend
   // can build or free its own communicators.

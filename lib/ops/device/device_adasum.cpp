@@ -62,24 +62,9 @@ Error DeviceAdasum::check(const Communicator& set, hvd_dtype_t dtype, const Node
 Error DeviceAdasum::reduce(void* buffer, const std::vector<int64_t>& counts, hvd_dtype_t dtype,
                            const Communicator& set, const NodeLayout* layout) {
   HVD_RETURN_IF_ERROR(check(set, dtype, layout));
+  if (!across_nodes(set, dtype, layout)) return staged_->adasum(buffer, counts, dtype, set);  // counts itself
   counters_->collectives.fetch_add(1, std::memory_order_relaxed);
-  if (across_nodes(set, dtype, layout)) return nodes(static_cast<char*>(buffer), counts, dtype, *layout);
-  return staged(buffer, counts, dtype, set);
-}
-
-Error DeviceAdasum::staged(void* buffer, const std::vector<int64_t>& counts, hvd_dtype_t dtype,
-                           const Communicator& set) {
-  int64_t total = 0;
-  for (int64_t c : counts) total += c;
-  const size_t bytes = static_cast<size_t>(total) * dtype_size(dtype);
-  // A copy queued by the previous operation may still read the buffer; this one's
-  // copy in is queued behind it on the same stream, and awaited.
-  HVD_RETURN_IF_ERROR(host_.reserve(bytes));
-  HVD_RETURN_IF_ERROR(device_->copy(host_.data(), buffer, bytes));
-  HVD_RETURN_IF_ERROR(device_->synchronize());
-  HVD_RETURN_IF_ERROR(vhdd_.allreduce(host_.data(), counts, dtype, set.mpi, MPI_COMM_NULL,
-                                      &counters_->global_bytes));
-  return device_->copy(buffer, host_.data(), bytes);
+  return nodes(static_cast<char*>(buffer), counts, dtype, *layout);
 }
 
 Error DeviceAdasum::nodes(char* buffer, const std::vector<int64_t>& counts, hvd_dtype_t dtype,

@@ -11,8 +11,8 @@
 //     divides by the ranks per node for the node averages, as Horovod does. Needs equal
 //     nodes, a power-of-two number of them.
 //   staged (no NCCL, HOROVOD_GPU_OPERATIONS=MPI, a dtype NCCL cannot reduce, a process
-//     set other than the global one): the buffer goes through pinned host memory and
-//     is combined over the set's ranks as host tensors are. Needs a power-of-two set.
+//     set other than the global one): the staged backend's Adasum, through pinned host
+//     memory, over the set's ranks as host tensors are. Needs a power-of-two set.
 // Background thread only; the result is queued on the library stream.
 #pragma once
 
@@ -29,9 +29,11 @@ class NcclBackend;
 
 class DeviceAdasum {
  public:
-  // nccl: nullptr without NCCL or with HOROVOD_GPU_OPERATIONS=MPI.
-  DeviceAdasum(DeviceContext* device, NcclBackend* nccl, TrafficCounters* counters)
-      : device_(device), nccl_(nccl), counters_(counters) {}
+  // staged: the host-staged backend (the staged path). nccl: nullptr without NCCL or
+  // with HOROVOD_GPU_OPERATIONS=MPI.
+  DeviceAdasum(DeviceContext* device, Backend* staged, NcclBackend* nccl,
+               TrafficCounters* counters)
+      : device_(device), staged_(staged), nccl_(nccl), counters_(counters) {}
 
   // Whether reduce() combines across nodes for this set and dtype (layout: the job's,
   // for the global set; nullptr otherwise). The same answer on every rank.
@@ -43,12 +45,11 @@ class DeviceAdasum {
                const Communicator& set, const NodeLayout* layout);
 
  private:
-  Error staged(void* buffer, const std::vector<int64_t>& counts, hvd_dtype_t dtype,
-               const Communicator& set);
   Error nodes(char* buffer, const std::vector<int64_t>& counts, hvd_dtype_t dtype,
               const NodeLayout& layout);
 
   DeviceContext* device_;
+  Backend* staged_;
   NcclBackend* nccl_;
   TrafficCounters* counters_;
   AdasumVhdd vhdd_;

@@ -185,7 +185,7 @@ Error DeviceEngine::allreduce(const std::vector<DeviceTensor>& tensors, hvd_dtyp
 Error DeviceEngine::adasum(const std::vector<DeviceTensor>& tensors, hvd_dtype_t dtype, double prescale,
                            double postscale, const Communicator& set, const NodeLayout* layout) {
   if (tensors.empty()) return Error::success();
-  if (!adasum_) adasum_ = std::make_unique<DeviceAdasum>(context_.get(), nccl_.get(), counters_);
+  if (!adasum_) adasum_ = std::make_unique<DeviceAdasum>(context_.get(), staged_.get(), nccl_.get(), counters_);
   HVD_RETURN_IF_ERROR(adasum_->check(set, dtype, layout));
   if (adasum_->across_nodes(set, dtype, layout)) postscale /= layout->local_size;
   const size_t esize = dtype_size(dtype);

@@ -118,6 +118,16 @@ Error StagedBackend::alltoallv(const void* send, const std::vector<int64_t>& sen
   return to_device(recv, host + recv_offset, recv_bytes);
 }
 
+Error StagedBackend::adasum(void* buffer, const std::vector<int64_t>& counts, hvd_dtype_t dtype,
+                            const Communicator& comm) {
+  const size_t bytes = static_cast<size_t>(sum(counts)) * dtype_size(dtype);
+  HVD_RETURN_IF_ERROR(staging_.reserve(bytes));
+  HVD_RETURN_IF_ERROR(to_host(staging_.data(), buffer, bytes));
+  HVD_RETURN_IF_ERROR(wait());
+  HVD_RETURN_IF_ERROR(host_->adasum(staging_.data(), counts, dtype, comm));
+  return to_device(buffer, staging_.data(), bytes);
+}
+
 Error StagedBackend::reducescatter(const void* send, void* recv,
                                    const std::vector<int64_t>& counts, hvd_dtype_t dtype,
                                    hvd_reduce_op_t op, const Communicator& comm) {

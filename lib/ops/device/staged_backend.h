@@ -32,6 +32,8 @@ class StagedBackend : public Backend {
                   const Communicator& comm) override;
   Error reducescatter(const void* send, void* recv, const std::vector<int64_t>& counts,
                       hvd_dtype_t dtype, hvd_reduce_op_t op, const Communicator& comm) override;
+  Error adasum(void* buffer, const std::vector<int64_t>& counts, hvd_dtype_t dtype,
+               const Communicator& comm) override;
 
  private:
   Error to_host(void* host, const void* device, size_t bytes);

@@ -66,6 +66,12 @@ Error MpiBackend::allreduce_staged(int64_t count, hvd_dtype_t dtype, hvd_reduce_
   return Error::success();
 }
 
+Error MpiBackend::adasum(void* buffer, const std::vector<int64_t>& counts, hvd_dtype_t dtype,
+                         const Communicator& comm) {
+  counters_->collectives.fetch_add(1, std::memory_order_relaxed);
+  return adasum_.allreduce(buffer, counts, dtype, comm.mpi, MPI_COMM_NULL, &counters_->global_bytes);
+}
+
 Error MpiBackend::broadcast(void* buffer, int64_t count, hvd_dtype_t dtype, int root,
                             const Communicator& comm) {
   counters_->collectives.fetch_add(1, std::memory_order_relaxed);

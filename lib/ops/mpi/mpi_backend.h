@@ -6,6 +6,7 @@
 // whole fusion buffer through memory three times.
 #pragma once
 
+#include "ops/adasum/adasum_vhdd.h"
 #include "ops/backend.h"
 
 namespace hvd {
@@ -33,6 +34,8 @@ class MpiBackend : public Backend {
   int64_t staging_count(int64_t count, hvd_dtype_t dtype) const override;
   Error allreduce_staged(int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
                          const Communicator& comm, const Fill& fill, const Stage& drain) override;
+  Error adasum(void* buffer, const std::vector<int64_t>& counts, hvd_dtype_t dtype,
+               const Communicator& comm) override;
 
   // The same on an explicit communicator (hierarchical algorithms use local/cross).
   Error allreduce_on(MPI_Comm comm, const void* send, void* recv, int64_t count,
@@ -43,6 +46,7 @@ class MpiBackend : public Backend {
   int64_t chunk_bytes_;
   int64_t piece_bytes_ = 512 << 10;
   TrafficCounters* counters_;
+  AdasumVhdd adasum_;
 };
 
 Error mpi_error(int code, const char* what);
