@@ -32,6 +32,8 @@ import hvd as libhvd
 hvd.init()
 lib = libhvd._capi.lib._name
 assert lib.startswith(os.environ["VENV"]), f"loaded {lib}, not the venv's libhvd"
+fast = libhvd._fastcall.fast  # the wheel builds the C per-call path (python3-dev)
+assert fast is not None and fast.__file__.startswith(os.environ["VENV"]), fast
 total = hvd.allreduce(torch.full((4,), float(hvd.rank() + 1)), op=hvd.Sum, name="pip.sum")
 expected = float(sum(range(1, hvd.size() + 1)))
 assert torch.equal(total, torch.full((4,), expected)), total

@@ -45,8 +45,14 @@ site=$(dirname "$(find "$root" -name hvd-horovod-compat.pth | head -n 1)")
 loaded=$(cd "$work" && PYTHONPATH="$site:$site/hvd_horovod_compat" "$python" -c '
 import hvd, horovod
 print(hvd._capi.lib._name)
+print(getattr(hvd._fastcall.fast, "__file__", "none"))
 print(horovod.backend)
 ') || die "import from the installed tree failed"
+# The C per-call path, where the build made it, must come from the install too.
+if ls "$build"/bindings/python/_fastpath*.so >/dev/null 2>&1; then
+  echo "$loaded" | sed -n 2p | grep -q "^$root/" ||
+    die "hvd._fastpath came from $(echo "$loaded" | sed -n 2p), not the installed package"
+fi
 echo "$loaded" | head -n 1 | grep -q "^$root/" || die "hvd loaded $(echo "$loaded" | head -n 1), not the installed libhvd"
 [ "$(echo "$loaded" | tail -n 1)" = libhvd ] || die "horovod is not the stand-in: $loaded"
 echo "ok: installed under $root works"

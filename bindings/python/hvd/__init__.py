@@ -1,4 +1,5 @@
-"""hvd: Python bindings of libhvd (ctypes over the C ABI), with numpy collectives.
+"""hvd: Python bindings of libhvd (ctypes over the C ABI, the per-call path in C),
+with numpy collectives.
 
     import numpy as np, hvd
     hvd.init()

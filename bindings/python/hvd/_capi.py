@@ -2,7 +2,8 @@
 
 Every exported hvd_* function gets its argtypes and restype here, so a wrong Python
 argument is a ctypes.ArgumentError rather than a corrupted call. Nothing else in the
-package touches the CDLL directly.
+package touches the CDLL directly, except _fastcall, which hands the addresses of four
+of its functions to the C per-call path.
 """
 import ctypes
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_double, c_int,

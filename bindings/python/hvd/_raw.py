@@ -12,10 +12,10 @@ import collections
 import ctypes
 import itertools
 import threading
-import weakref
 
 from . import _capi
 from ._capi import lib
+from ._fastcall import fast
 from .errors import HvdError, check, error_for
 
 
@@ -27,6 +27,35 @@ def encode_name(name):
     return str(name).encode("utf-8")
 
 
+class CallOptions(collections.namedtuple(
+        "CallOptions", "prescale postscale device process_set_id stream",
+        defaults=(1.0, 1.0, _capi.HVD_DEVICE_CPU, _capi.HVD_GLOBAL_PROCESS_SET, None))):
+    """What hvd_op_options_t carries for one call, as plain values: the C fast path
+    takes them as arguments, the ctypes path builds the structure from them (c())."""
+    __slots__ = ()
+
+    def c(self):
+        return _capi.new_options(*self)
+
+
+def _wait_raw(raw):
+    if fast is not None:
+        return fast.wait(raw)
+    return lib.hvd_wait(raw)
+
+
+def _poll_raw(raw):
+    """True when done; raises the HvdError of a failed poll."""
+    if fast is not None:
+        done = fast.poll(raw)
+        if done < 0:
+            check(-done, "poll")
+        return done == 1
+    done = ctypes.c_int(0)
+    check(lib.hvd_poll(raw, ctypes.byref(done)), "poll")
+    return done.value == 1
+
+
 class _Operation:
     """What one enqueued operation needs until libhvd is done with it: the raw handle,
     every buffer and ctypes object libhvd reads or writes, and how to make the result.
@@ -34,6 +63,9 @@ class _Operation:
     The registry below owns it while it is in flight, not the Handle the caller gets:
     a caller may drop its Handle at once, and the memory must stay valid until the
     library has completed the operation."""
+
+    __slots__ = ("raw", "name_key", "function", "keepalive", "finish", "cleanup",
+                 "completed", "result", "error", "lock")
 
     def __init__(self, raw, name_key, function, keepalive, finish, cleanup):
         self.raw = raw
@@ -51,9 +83,7 @@ class _Operation:
         with self.lock:
             if self.completed:
                 return True
-            done = ctypes.c_int(0)
-            check(lib.hvd_poll(self.raw, ctypes.byref(done)), "poll")
-            return done.value == 1
+            return _poll_raw(self.raw)
 
     def complete(self):
         """Waits for the operation (releasing the C handle), makes its result or error,
@@ -61,7 +91,7 @@ class _Operation:
         with self.lock:
             if self.completed:
                 return
-            status = lib.hvd_wait(self.raw)
+            status = _wait_raw(self.raw)
             self.completed = True
             try:
                 if status != 0:
@@ -110,8 +140,7 @@ class _Registry:
                 del self._names[op.name_key]
 
     def name_taken(self, key):
-        with self._lock:
-            return key in self._names
+        return key in self._names  # one dict lookup: atomic under the GIL
 
     def orphan(self, op):
         self._orphans.append(op)
@@ -159,20 +188,23 @@ _REAP_MISSES = 4
 _registry = _Registry()
 
 
-def _on_handle_dropped(op):
-    if not op.completed:
-        _registry.orphan(op)
-
-
 class Handle:
     """An operation in flight: poll() says whether it completed, wait() returns its
     result (or raises its HvdError). Waiting twice returns the same result. Dropping
     a Handle without waiting is safe: the operation completes in the background."""
 
+    __slots__ = ("_op",)
+
     def __init__(self, raw, name_key, function, keepalive, finish, cleanup=None):
         self._op = _Operation(raw, name_key, function, keepalive, finish, cleanup)
         _registry.add(self._op)
-        weakref.finalize(self, _on_handle_dropped, self._op)
+
+    def __del__(self):
+        # May run inside garbage collection, on any thread: only queue the operation
+        # (a deque append takes no lock); a later enqueue or shutdown reaps it.
+        op = getattr(self, "_op", None)
+        if op is not None and not op.completed and _registry is not None:
+            _registry.orphan(op)
 
     @property
     def raw(self):
@@ -264,15 +296,14 @@ def _name_key(name, options):
     return None if name is None else (options.process_set_id, encode_name(name))
 
 
-def _handle_out(name, options):
-    """Checks the name, then returns the handle to enqueue into.
+def _claim_name(key):
+    """Checks that no operation of this process holds the name (key from _name_key).
 
     A name stays taken until this process has released its operation: waited for its
     handle, or reaped it after the handle was dropped. libhvd rejects a name still in
     flight in the library; this also rejects one whose operation completed there but
     not yet here, so reusing a name before synchronize() fails on every run, not only
     when the first operation happens to be slower than the second call."""
-    key = _name_key(name, options)
     taken = key is not None and _registry.name_taken(key)
     # Every enqueue also releases what dropped handles left behind (after the check, so
     # a dropped operation keeps its name until the next call), so a loop of
@@ -282,22 +313,44 @@ def _handle_out(name, options):
         raise error_for(4, None, f"an operation named '{key[1].decode('utf-8', 'replace')}' "
                         "is still pending in this process (its handle was not synchronized "
                         "yet): names must be unique among pending operations")
+
+
+def _handle_out(name, options):
+    """Checks the name, then returns the ctypes handle to enqueue into."""
+    _claim_name(_name_key(name, options))
     return _capi.handle_t(0)
 
 
+def _fast_handle(result, function):
+    """The handle a _fastpath call returned, or its failure raised."""
+    if result < 0:
+        check(-result, function)
+    return result
+
+
 def allreduce(send, recv, count, dtype, op, name, options, keepalive, finish, shape=None):
-    """shape: the tensor's shape, which every rank must then pass alike (optional)."""
-    shape_arr = _capi.set_shape(options, shape)
-    h = _handle_out(name, options)
-    check(lib.hvd_allreduce_async(send, recv, count, dtype, op, encode_name(name),
-                                  ctypes.byref(options), ctypes.byref(h)), "hvd_allreduce")
-    return Handle(h.value, _name_key(name, options), "hvd_allreduce",
-                  (keepalive, options, shape_arr), finish)
+    """options: a CallOptions. shape: the tensor's shape, which every rank must then
+    pass alike (optional)."""
+    encoded = encode_name(name)
+    key = None if encoded is None else (options.process_set_id, encoded)
+    if fast is not None:
+        _claim_name(key)
+        raw = _fast_handle(fast.allreduce(send, recv, count, dtype, op, encoded, *options,
+                                          shape), "hvd_allreduce")
+        return Handle(raw, key, "hvd_allreduce", keepalive, finish)
+    c_options = options.c()
+    shape_arr = _capi.set_shape(c_options, shape)
+    _claim_name(key)
+    h = _capi.handle_t(0)
+    check(lib.hvd_allreduce_async(send, recv, count, dtype, op, encoded,
+                                  ctypes.byref(c_options), ctypes.byref(h)), "hvd_allreduce")
+    return Handle(h.value, key, "hvd_allreduce", (keepalive, c_options, shape_arr), finish)
 
 
 def grouped_allreduce(sends, recvs, counts, dtype, op, name, options, keepalive, finish,
                       shapes=None):
     """shapes: the members' shapes; libhvd compares the shape of a group of one."""
+    options = options.c()
     n = len(sends)
     shape_arr = _capi.set_shape(options, shapes[0]) if shapes and n == 1 else None
     send_arr = (ctypes.c_void_p * n)(*sends)
@@ -313,16 +366,26 @@ def grouped_allreduce(sends, recvs, counts, dtype, op, name, options, keepalive,
 
 def broadcast(buf, count, dtype, root_rank, name, options, keepalive, finish, shape=None):
     """root_rank: a global rank. shape: as for allreduce."""
-    shape_arr = _capi.set_shape(options, shape)
-    h = _handle_out(name, options)
-    check(lib.hvd_broadcast_async(buf, count, dtype, int(root_rank), encode_name(name),
-                                  ctypes.byref(options), ctypes.byref(h)), "hvd_broadcast")
-    return Handle(h.value, _name_key(name, options), "hvd_broadcast",
-                  (keepalive, options, shape_arr), finish)
+    encoded = encode_name(name)
+    key = None if encoded is None else (options.process_set_id, encoded)
+    if fast is not None:
+        _claim_name(key)
+        raw = _fast_handle(fast.broadcast(buf, count, dtype, int(root_rank), encoded,
+                                          options.device, options.process_set_id,
+                                          options.stream, shape), "hvd_broadcast")
+        return Handle(raw, key, "hvd_broadcast", keepalive, finish)
+    c_options = options.c()
+    shape_arr = _capi.set_shape(c_options, shape)
+    _claim_name(key)
+    h = _capi.handle_t(0)
+    check(lib.hvd_broadcast_async(buf, count, dtype, int(root_rank), encoded,
+                                  ctypes.byref(c_options), ctypes.byref(h)), "hvd_broadcast")
+    return Handle(h.value, key, "hvd_broadcast", (keepalive, c_options, shape_arr), finish)
 
 
 def allgather(send, shape, dtype, name, options, factory, set_size, keepalive, finish):
     """finish(output_owner_or_None, recv_dim0, rows_per_rank) makes the result."""
+    options = options.c()
     shape_arr = _capi.shape_array(shape)
     recv_ptr = ctypes.c_void_p()
     dim0 = ctypes.c_int64(0)
@@ -345,6 +408,7 @@ def allgather(send, shape, dtype, name, options, factory, set_size, keepalive, f
 
 def alltoall(send, shape, dtype, splits, name, options, factory, set_size, keepalive, finish):
     """splits: None (even) or set_size row counts. finish(owner, recv_dim0, recv_splits)."""
+    options = options.c()
     shape_arr = _capi.shape_array(shape)
     split_arr = None
     if splits is not None:
@@ -375,6 +439,7 @@ def alltoall(send, shape, dtype, splits, name, options, factory, set_size, keepa
 
 
 def reducescatter(send, recv, shape, dtype, op, name, options, keepalive, finish):
+    options = options.c()
     shape_arr = _capi.shape_array(shape)
     h = _handle_out(name, options)
     check(lib.hvd_reducescatter_async(send, recv, len(shape), shape_arr, dtype, op,
@@ -388,6 +453,7 @@ def grouped_allgather(sends, shapes, dtype, name, options, factory, set_size, ke
                       finish):
     """finish(owners, recv_dim0s, rows_per_rank) makes the result; each is a list with
     one entry per member (rows_per_rank: a list of set_size row counts per member)."""
+    options = options.c()
     n = len(sends)
     send_arr = (ctypes.c_void_p * n)(*sends)
     shape_ptrs, ndims, shape_arrs = _capi.shape_arrays(shapes)
@@ -416,6 +482,7 @@ def grouped_allgather(sends, shapes, dtype, name, options, factory, set_size, ke
 
 
 def grouped_reducescatter(sends, recvs, shapes, dtype, op, name, options, keepalive, finish):
+    options = options.c()
     n = len(sends)
     send_arr = (ctypes.c_void_p * n)(*sends)
     recv_arr = (ctypes.c_void_p * n)(*recvs)

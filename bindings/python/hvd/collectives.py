@@ -51,8 +51,8 @@ def _inplace(array, function):
 
 
 def _options(process_set, prescale=1.0, postscale=1.0):
-    return _capi.new_options(prescale=prescale, postscale=postscale,
-                             process_set_id=process_set_id(process_set))
+    return _raw.CallOptions(float(prescale), float(postscale),
+                            process_set_id=process_set_id(process_set))
 
 
 def _set_size(process_set):

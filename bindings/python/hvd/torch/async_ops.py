@@ -34,17 +34,24 @@ def _check_tensor(tensor, function):
     if tensor.is_sparse:
         raise TypeError(f"{function}: sparse tensors are reduced with sparse_allreduce_async(); "
                         "or pass tensor.to_dense()")
-    if tensor.device.type not in ("cpu", "cuda"):
+    if not (tensor.is_cpu or tensor.is_cuda):  # cheaper than tensor.device per call
         raise TypeError(f"{function}: tensors on {tensor.device.type} are not supported")
 
 
+_HOST_DEFAULTS = _raw.CallOptions()
+
+
 def _options(tensor, process_set, prescale=1.0, postscale=1.0):
+    if (process_set is None and prescale == 1.0 and postscale == 1.0
+            and not tensor.is_cuda):
+        return _HOST_DEFAULTS  # the common case, built once
     device, stream = _capi.HVD_DEVICE_CPU, None
     if tensor.is_cuda:
         device = tensor.device.index if tensor.device.index is not None \
             else torch.cuda.current_device()
         stream = torch.cuda.current_stream(device).cuda_stream or None
-    return _capi.new_options(prescale, postscale, device, process_set_id(process_set), stream)
+    return _raw.CallOptions(float(prescale), float(postscale), device,
+                            process_set_id(process_set), stream)
 
 
 def _resolve_op(average, op, function):

@@ -1,0 +1,145 @@
+"""The per-call path in C (hvd._fastpath) against the ctypes path: the same results,
+the same errors, the GIL released while waiting, bad arguments refused.
+
+Each check runs twice in one job, once through each path (the `path` fixture swaps
+hvd._raw.fast), on the same library: the paths must not differ in anything a caller
+sees but speed."""
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+
+import hvd
+import hvd.torch as ht
+from hvd import _raw
+from hvd._fastcall import fast
+
+pytestmark = pytest.mark.usefixtures("world")
+
+
+def test_the_fast_path_is_in_use_where_it_was_built():
+    # meson sets HVD_EXPECT_FASTPATH when it built the extension; a build that
+    # silently fell back to ctypes would otherwise pass every other test, slowly.
+    if os.environ.get("HVD_EXPECT_FASTPATH") != "1":
+        pytest.skip("the extension was not built (no Python headers)")
+    assert fast is not None
+    assert _raw.fast is fast
+
+
+@pytest.fixture(params=["fast", "ctypes"])
+def path(request, monkeypatch):
+    if request.param == "fast" and fast is None:
+        pytest.skip("hvd._fastpath is not available")
+    if request.param == "ctypes":
+        monkeypatch.setattr(_raw, "fast", None)
+    return request.param
+
+
+def test_allreduce_and_broadcast_results(path):
+    t = torch.arange(12, dtype=torch.float32).reshape(3, 4) + hvd.rank()
+    out = ht.allreduce(t, op=ht.Sum, name=f"fp.sum.{path}")
+    expected = torch.arange(12, dtype=torch.float32).reshape(3, 4) * hvd.size() \
+        + sum(range(hvd.size()))
+    assert torch.equal(out, expected)
+    scaled = ht.allreduce(t, op=ht.Sum, name=f"fp.scaled.{path}", prescale_factor=0.5,
+                          postscale_factor=4.0)
+    assert torch.allclose(scaled, expected * 2.0)
+    b = torch.full((5,), float(hvd.rank()), dtype=torch.float64)
+    ht.broadcast_(b, root_rank=hvd.size() - 1, name=f"fp.bcast.{path}")
+    assert torch.equal(b, torch.full((5,), float(hvd.size() - 1), dtype=torch.float64))
+    a = np.full(7, hvd.rank() + 1, np.int32)
+    hvd.allreduce_(a, op=hvd.Max, name=f"fp.np.{path}")
+    np.testing.assert_array_equal(a, np.full(7, hvd.size(), np.int32))
+
+
+def test_scalars_and_very_many_dimensions(path):
+    scalar = ht.allreduce(torch.tensor(2.0), op=ht.Sum, name=f"fp.scalar.{path}")
+    assert scalar.shape == () and scalar.item() == 2.0 * hvd.size()
+    # More dimensions than libhvd describes: compared by element count only.
+    deep = torch.ones((1,) * 40)
+    out = ht.allreduce(deep, op=ht.Sum, name=f"fp.deep.{path}")
+    assert out.shape == deep.shape and out.item() == hvd.size()
+
+
+def test_shape_mismatch_is_an_error_on_every_rank(path):
+    shape = (2, 3) if hvd.rank() == 0 else (3, 2)
+    with pytest.raises(hvd.MismatchError, match="shape"):
+        ht.allreduce(torch.ones(shape), name=f"fp.shape.{path}")
+
+
+def test_pending_name_is_refused(path):
+    h = ht.allreduce_async(torch.ones(3), name=f"fp.dup.{path}")
+    with pytest.raises(hvd.DuplicateNameError, match=f"fp.dup.{path}"):
+        ht.allreduce_async(torch.ones(3), name=f"fp.dup.{path}")
+    ht.synchronize(h)
+
+
+def test_library_refusal_carries_its_message(path):
+    # A negative root is refused by libhvd itself (not by Python), on every rank.
+    with pytest.raises(hvd.InvalidArgumentError, match="root"):
+        ht.broadcast_(torch.ones(2), root_rank=-1, name=f"fp.root.{path}")
+    with pytest.raises(hvd.InvalidArgumentError):
+        ht.allreduce(torch.ones(2), name=f"fp.ps.{path}", process_set=12345)
+
+
+def test_poll_then_wait(path):
+    # The others enqueue only after rank 0 saw its handle pending.
+    name = f"fp.poll.{path}"
+    if hvd.rank() == 0:
+        h = ht.allreduce_async_(torch.ones(4), op=ht.Sum, name=name)
+        assert not ht.poll(h)
+        ht.broadcast_(torch.ones(1), 0, name=f"fp.go.{path}")
+    else:
+        ht.broadcast_(torch.ones(1), 0, name=f"fp.go.{path}")
+        h = ht.allreduce_async_(torch.ones(4), op=ht.Sum, name=name)
+    assert torch.equal(ht.synchronize(h), torch.full((4,), float(hvd.size())))
+    assert ht.poll(h)
+
+
+def test_other_threads_run_while_a_rank_waits(path):
+    # Rank 0 enqueues late; meanwhile the others wait, and a thread of theirs must get
+    # the interpreter: the wait releases the GIL.
+    ticks = []
+    stop = threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks.append(1)
+            time.sleep(0.001)
+
+    if hvd.rank() == 0:
+        time.sleep(0.4)
+    h = ht.allreduce_async(torch.ones(2), name=f"fp.gil.{path}")
+    ticker = threading.Thread(target=tick)
+    ticker.start()
+    try:
+        ht.synchronize(h)
+    finally:
+        stop.set()
+        ticker.join()
+    if hvd.rank() != 0:
+        assert len(ticks) >= 20
+
+
+@pytest.mark.skipif(fast is None, reason="hvd._fastpath is not available")
+def test_wrong_arguments_raise_instead_of_crashing():
+    t = torch.ones(3)
+    p = t.data_ptr()
+    with pytest.raises(TypeError):
+        fast.allreduce(p, p, 3, 8, 1, b"x", 1.0, 1.0, -1, 0, None)  # 11 arguments
+    with pytest.raises(TypeError):
+        fast.allreduce(p, p, 3, 8, 1, "not bytes", 1.0, 1.0, -1, 0, None, None)
+    with pytest.raises(TypeError):
+        fast.allreduce(p, p, 3, 8, 1, b"x", 1.0, 1.0, -1, 0, None, ["a"])
+    with pytest.raises(TypeError):
+        fast.allreduce(p, p, 3, 8, 1, b"x", 1.0, 1.0, -1, 0, None, 7)
+    with pytest.raises(TypeError):
+        fast.broadcast(p, 3, 8, 0, b"x", -1, 0, "stream", None)
+    with pytest.raises(TypeError):
+        fast.wait("handle")
+    # An unknown handle is libhvd's error, returned as a negative status.
+    assert fast.wait(123456789) == 2  # HVD_ERR_INVALID_ARGUMENT
+    assert fast.poll(123456789) == -2
