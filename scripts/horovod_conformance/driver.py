@@ -9,6 +9,7 @@ outcome is the worst over the ranks: failed > hang > crashed > skipped > passed.
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -126,6 +127,7 @@ def run_file(checkout, name):
     env = job_env(out_dir, ARGS.test_timeout)
     tests = collect(test_dir, name, env)
     if not tests:
+        shutil.rmtree(out_dir, ignore_errors=True)
         return tests, {}, out_dir
     results = {}
     remaining = list(tests)
@@ -169,7 +171,13 @@ def main():
         tests, results, out_dir = run_file(checkout, name)
         if not tests:
             continue
-        print(f"\n{name} on {ARGS.np} ranks (job logs in {out_dir})")
+        # The job logs are kept for a file where something failed or hung, and removed
+        # otherwise, so that repeated runs do not pile folders up in /tmp.
+        clean = all(results[t][0] in ("passed", "skipped") for t in tests)
+        if clean:
+            shutil.rmtree(out_dir, ignore_errors=True)
+        where = "all passed or skipped: job logs removed" if clean else f"job logs in {out_dir}"
+        print(f"\n{name} on {ARGS.np} ranks ({where})")
         for t in tests:
             outcome, detail = results[t]
             totals[outcome] = totals.get(outcome, 0) + 1
