@@ -439,7 +439,9 @@ typedef struct hvd_counters {
   uint64_t cross_bytes;       /* over the cross-node communicator */
   uint64_t collectives;       /* data collectives executed */
   uint64_t negotiation_rounds;/* negotiation rounds run */
-  uint64_t reserved[8];
+  uint64_t speculative;       /* allreduces completed within their negotiation round
+                                 (HVD_SPECULATIVE_BYTES), not counted in collectives */
+  uint64_t reserved[7];
 } hvd_counters_t;
 HVD_API hvd_status_t hvd_get_counters(hvd_counters_t* counters);
 

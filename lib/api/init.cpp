@@ -152,6 +152,7 @@ HVD_API hvd_status_t hvd_get_counters(hvd_counters_t* counters) {
     counters->cross_bytes = rt->counters.cross_bytes.load();
     counters->collectives = rt->counters.collectives.load();
     counters->negotiation_rounds = rt->rounds.load();
+    counters->speculative = rt->speculated.load();
     return HVD_SUCCESS;
   })
 }

@@ -5,10 +5,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
+#include "base/dtype.h"
 #include "base/log.h"
 #include "core/step_stats.h"
 #include "core/step_summary.h"
+#include "fusion/scale.h"
+#include "ops/mpi/negotiation_op.h"
 
 namespace hvd {
 
@@ -40,6 +44,7 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
     : rt_(runtime),
       controller_(runtime.rank, runtime.size, static_cast<size_t>(runtime.params.cache_capacity),
                   &runtime.sets),
+      speculation_(runtime.speculative_bytes),
       host_(runtime.params.allreduce_chunk_bytes, &runtime.counters),
       executor_(&host_, &runtime.sets,
                 [this](std::vector<Request>& r, const Error& e) { complete_batch(r, e); },
@@ -96,8 +101,6 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
   start_tuner();
   step_stats_ = rt_.params.step_stats;
   executor_.time_copies(step_stats_);
-  bits_.resize(controller_.bit_words());
-  bits_result_.resize(controller_.bit_words());
 }
 
 BackgroundLoop::~BackgroundLoop() = default;
@@ -266,8 +269,7 @@ void BackgroundLoop::switch_cache() {
   if (cache_switch_ < 0) return;
   controller_.set_cache_enabled(cache_switch_ == 1);
   cache_switch_ = -1;
-  bits_.resize(controller_.bit_words());
-  bits_result_.resize(controller_.bit_words());
+  speculation_.forget();
 }
 
 void BackgroundLoop::toggle_cache_for_tests() {
@@ -429,6 +431,36 @@ Error BackgroundLoop::wait_request(MPI_Request* request) {
   }
 }
 
+void BackgroundLoop::complete_speculated(const Response& r, const void* result) {
+  Request local;
+  if (!controller_.take_local(r.key, &local, r.key_hash)) return;  // cannot be: it gave data
+  const TensorSpec& spec = r.spec;
+  const int64_t count = spec.num_elements();
+  const int64_t bytes = count * static_cast<int64_t>(dtype_size(spec.dtype));
+  Timeline& timeline = process_timeline();
+  std::string row;
+  if (timeline.enabled()) {
+    row = timeline_row(spec, r.name);
+    timeline.op_start(row, op_type_label(spec.op), bytes);
+  }
+  const int divisor = spec.reduce_op == HVD_OP_AVERAGE ? rt_.size : 1;
+  if (divisor > 1 || spec.postscale != 1.0)
+    copy_averaged(local.recv, result, count, spec.dtype, divisor, spec.postscale);
+  else
+    std::memcpy(local.recv, result, static_cast<size_t>(bytes));
+  if (step_stats_) {
+    const double factor = rt_.size > 1 ? 2.0 * (rt_.size - 1) / rt_.size : 0.0;
+    step_stats().add_bytes(bytes, static_cast<int64_t>(static_cast<double>(bytes) * factor));
+  }
+  if (timeline.enabled()) {
+    const auto set = rt_.sets.find(0);
+    timeline.op_end(row, "OK", horovod_dtype_label(spec.dtype),
+                    set ? output_shape_text(r, *set) : std::string());
+  }
+  rt_.speculated.fetch_add(1, std::memory_order_relaxed);
+  complete(std::move(local), Error::success());
+}
+
 void BackgroundLoop::inspect_stalls() {
   if (rt_.params.stall_check_disable || rt_.params.stall_check_time_s <= 0) return;
   double now = now_seconds();
@@ -474,12 +506,33 @@ Error BackgroundLoop::run_round(bool* shutdown) {
   }
   if (rt_.rank == 0 && mode_ != Mode::Idle) inspect_stalls();
 
+  const size_t words = controller_.bit_words();
+  // The same answer on every rank (see core/speculation.h), so the layout agrees.
+  const bool speculating = speculation_.prepare(controller_);
+  const size_t vector_words =
+      speculating ? words + Speculation::kWords + speculation_.payload_words() : words;
+  bits_.resize(vector_words);
+  bits_result_.resize(vector_words);
   controller_.fill_bits(bits_.data(), rt_.shutdown_requested.load(),
                         stall_probe_s_ > 0 ? now_seconds() - stall_probe_s_ : -1.0);
   const int64_t negotiation_start = step_stats_ ? monotonic_ns() : 0;
-  MPI_Request request;
-  int rc = MPI_Iallreduce(bits_.data(), bits_result_.data(), static_cast<int>(bits_.size()),
-                          MPI_UINT64_T, MPI_BAND, rt_.control, &request);
+  MPI_Request request = MPI_REQUEST_NULL;
+  int rc;
+  if (speculating) {
+    speculation_.fill(bits_.data() + words, bits_.data() + words + Speculation::kWords);
+    NegotiationLayout layout;
+    layout.words = static_cast<int64_t>(words + Speculation::kWords);
+    layout.count = speculation_.count();
+    layout.dtype = speculation_.spec().dtype;
+    layout.op = transport_op(speculation_.spec().reduce_op);
+    MPI_Op op;
+    MPI_Datatype type;
+    negotiation_op_for(layout, &op, &type);
+    rc = MPI_Iallreduce(bits_.data(), bits_result_.data(), 1, type, op, rt_.control, &request);
+  } else {
+    rc = MPI_Iallreduce(bits_.data(), bits_result_.data(), static_cast<int>(words), MPI_UINT64_T,
+                        MPI_BAND, rt_.control, &request);
+  }
   if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Iallreduce (negotiation)");
   watchdog_.begin_negotiation();
   Error err = wait_request(&request);
@@ -513,17 +566,39 @@ Error BackgroundLoop::run_round(bool* shutdown) {
     std::string tuned;
     if (controller_.take_tuning(&tuned)) apply_tuning(tuned);
   }
-  if (step_stats_) step_stats().add_negotiate(monotonic_ns() - negotiation_start);
+  const int64_t negotiate_ns = step_stats_ ? monotonic_ns() - negotiation_start : 0;
 
   for (auto& [blocked, why] : controller_.take_blocked_by_join()) complete(std::move(blocked), why);
 
-  const std::span<const Response> ready(ready_.data(), controller_.take_ready(&ready_));
-  if (!ready.empty()) {
+  size_t ready_count = controller_.take_ready(&ready_);
+  const bool ran_something = ready_count > 0;
+  bool carried = false;  // the round's payload completed a tensor
+  if (ready_count > 0) {
+    const std::span<const Response> all(ready_.data(), ready_count);
     Timeline& timeline = process_timeline();
     if (timeline.enabled())
-      for (const Response& r : ready) timeline.negotiate_end(timeline_row(r.spec, r.name));
+      for (const Response& r : all) timeline.negotiate_end(timeline_row(r.spec, r.name));
+    if (step_stats_) observe_step(all);
+    speculation_.observe(all, controller_.cache());
+    const int done = speculating ? speculation_.completed_index(bits_result_.data() + words, all)
+                                 : -1;
+    if (done >= 0) {
+      // The round carried the tensor's data: its time is that transfer's.
+      if (step_stats_) step_stats().add_execute(0, negotiate_ns);
+      carried = true;
+      complete_speculated(ready_[static_cast<size_t>(done)],
+                          bits_result_.data() + words + Speculation::kWords);
+      // Out of the list, the others keeping their order (the same on every rank).
+      std::rotate(ready_.begin() + done, ready_.begin() + done + 1,
+                  ready_.begin() + static_cast<std::ptrdiff_t>(ready_count));
+      --ready_count;
+    }
+  }
+  if (step_stats_ && !carried) step_stats().add_negotiate(negotiate_ns);
+  const std::span<const Response> ready(ready_.data(), ready_count);
+  if (!ready.empty()) {
+    Timeline& timeline = process_timeline();
     std::vector<Batch> batches = plan_batches(ready, fusion_);
-    if (step_stats_) observe_step(ready);
     run_batches(ready, batches);
     if (tuner_) observe_for_tuning(ready, batches);
     if (timeline.enabled())
@@ -536,7 +611,7 @@ Error BackgroundLoop::run_round(bool* shutdown) {
   toggle_cache_for_tests();
 
   *shutdown = flags.shutdown;
-  bool progress = !ready.empty() || flags.any_announcements;
+  bool progress = ran_something || flags.any_announcements;
   // Work waiting only on cached tensors needs another rank's enqueue to progress,
   // and that rank will ring: no round until then (a lone allreduce then costs one
   // round, not two).

@@ -24,6 +24,7 @@
 #include "core/execute.h"
 #include "core/fusion_planner.h"
 #include "core/op_watchdog.h"
+#include "core/speculation.h"
 #include "core/runtime.h"
 #include "tune/parameter_manager.h"
 #include "tune/step_detector.h"
@@ -49,6 +50,9 @@ class BackgroundLoop {
   void ring_doorbells();
   Error run_round(bool* shutdown);
   Error wait_request(MPI_Request* request);
+  // A tensor the round's speculative payload completed (core/speculation.h); result:
+  // the reduced payload.
+  void complete_speculated(const Response& r, const void* result);
   void inspect_stalls();
   void complete(Request&& request, const Error& result);
   void complete_batch(std::vector<Request>& requests, const Error& result);
@@ -72,6 +76,7 @@ class BackgroundLoop {
 
   Runtime& rt_;
   Controller controller_;
+  Speculation speculation_;
   MpiBackend host_;
   Executor executor_;
   HierarchicalAllreduce hier_;

@@ -473,6 +473,12 @@ Request* Controller::find_local(const std::string& key, size_t key_hash) {
   return it == pending_.end() ? nullptr : &it->second.request;
 }
 
+const Request* Controller::find_local_on_slot(const std::string& key, size_t key_hash,
+                                              int slot) const {
+  auto it = pending_.find(TensorKeyRef(key, key_hash));
+  return it == pending_.end() || it->second.cache_slot != slot ? nullptr : &it->second.request;
+}
+
 bool Controller::take_local(const std::string& key, Request* out, size_t key_hash) {
   auto it = pending_.find(TensorKeyRef(key, key_hash));
   if (it == pending_.end()) return false;

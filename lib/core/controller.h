@@ -77,6 +77,8 @@ class Controller {
   // The local request for a response key, or nullptr (not a member, or joined).
   // key_hash: hash_key(key), or 0 (computed here).
   Request* find_local(const std::string& key, size_t key_hash = 0);
+  // The local request for key if it waits on cache slot `slot`, else nullptr.
+  const Request* find_local_on_slot(const std::string& key, size_t key_hash, int slot) const;
   // Removes the local request of key (to complete it).
   bool take_local(const std::string& key, Request* out, size_t key_hash = 0);
   // Every local request (shutdown).

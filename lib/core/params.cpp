@@ -159,6 +159,10 @@ const std::vector<ParamDef>& defs() {
       P_BYTES("HVD_FUSION_PIECE_BYTES", fusion_piece_bytes, "524288", 4096, kNoMax,
               "A fused host allreduce is copied in, reduced and copied out this many "
               "bytes at a time, so each piece stays in cache between the three"),
+      P_BYTES("HVD_SPECULATIVE_BYTES", speculative_bytes, "16384", 0, 1 << 20,
+              "A lone allreduce up to this size, repeated, travels with its negotiation "
+              "round: one round trip instead of two (0: off; the smallest value over "
+              "the ranks is used)"),
       P_INT("HVD_SPIN_US", spin_us, 50, 0, 1000000,
             "Microseconds a waiting thread polls before it starts to sleep"),
       P_INT("HVD_BG_SPIN_US", bg_spin_us, 0, 0, 1000000,

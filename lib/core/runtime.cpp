@@ -3,6 +3,8 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -92,11 +94,15 @@ Error build_topology(Runtime& rt) {
   if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Comm_split (cross communicator)");
   MPI_Comm_rank(rt.cross, &rt.cross_rank);
   MPI_Comm_size(rt.cross, &rt.cross_size);
-  int sizes[2] = {rt.local_size, -rt.local_size};
-  int extremes[2];
-  MPI_Allreduce(sizes, extremes, 2, MPI_INT, MPI_MAX, rt.world);
+  // The speculation limit changes the negotiation vector's length, so every rank must
+  // use one value: the smallest (a rank that turned it off turns it off for all).
+  int sizes[3] = {rt.local_size, -rt.local_size,
+                  -static_cast<int>(std::min<int64_t>(rt.params.speculative_bytes, INT32_MAX))};
+  int extremes[3];
+  MPI_Allreduce(sizes, extremes, 3, MPI_INT, MPI_MAX, rt.world);
   rt.homogeneous = extremes[0] == -extremes[1];
   rt.max_local_size = extremes[0];
+  rt.speculative_bytes = -static_cast<int64_t>(extremes[2]);
   int leader = rt.local_rank == 0 ? 1 : 0;
   MPI_Allreduce(&leader, &rt.num_nodes, 1, MPI_INT, MPI_SUM, rt.world);
   // Where every rank sits: hierarchical allgather orders node blocks by this.

@@ -36,6 +36,7 @@ struct Runtime {
   bool homogeneous = true;
   int num_nodes = 1;          // equal on every rank
   int max_local_size = 1;     // equal on every rank
+  int64_t speculative_bytes = 0;  // HVD_SPECULATIVE_BYTES, the smallest over the ranks
   std::vector<int> node_of;        // world rank -> node index (its leader's cross rank)
   std::vector<int> local_rank_of;  // world rank -> local rank
   int gpu_device = -1;
@@ -45,6 +46,7 @@ struct Runtime {
   TensorQueue queue;
   TrafficCounters counters;
   std::atomic<uint64_t> rounds{0};
+  std::atomic<uint64_t> speculated{0};  // allreduces completed in their negotiation round
   // Automatic names count per process set: the ranks of a set make the same sequence
   // of calls on it, whatever they do on other sets.
   std::mutex auto_name_mutex;

@@ -55,7 +55,8 @@ class Counters(Structure):
         ("cross_bytes", c_uint64),
         ("collectives", c_uint64),
         ("negotiation_rounds", c_uint64),
-        ("reserved", c_uint64 * 8),
+        ("speculative", c_uint64),
+        ("reserved", c_uint64 * 7),
     ]
 
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/dtype.h"
+#include "ops/mpi/negotiation_op.h"
 
 namespace hvd {
 
@@ -47,6 +48,7 @@ void mpi_types_init() {
 }
 
 void mpi_types_free() {
+  negotiation_op_free();
   for (MPI_Op& op : g_half_ops)
     if (op != MPI_OP_NULL) MPI_Op_free(&op);
   for (MPI_Op& op : g_bf16_ops)
