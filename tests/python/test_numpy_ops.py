@@ -279,3 +279,14 @@ def test_counters_count_collectives():
     before = hvd.counters()["collectives"]
     hvd.allreduce(np.ones(100), name="counted")
     assert hvd.counters()["collectives"] > before
+
+
+def test_repeated_lone_allreduce_travels_with_its_negotiation():
+    # From the second call on, a lone small allreduce rides with its negotiation round
+    # (HVD_SPECULATIVE_BYTES): counted in "speculative", results unchanged.
+    before = hvd.counters()["speculative"]
+    for step in range(5):
+        out = hvd.allreduce(np.full(10, float(hvd.rank() + step)), op=hvd.Sum, name="lone.metric")
+        expected = sum(range(hvd.size())) + step * hvd.size()
+        np.testing.assert_array_equal(out, np.full(10, float(expected)))
+    assert hvd.counters()["speculative"] - before >= 3
