@@ -159,7 +159,7 @@ const std::vector<ParamDef>& defs() {
       P_BYTES("HVD_FUSION_PIECE_BYTES", fusion_piece_bytes, "524288", 4096, kNoMax,
               "A fused host allreduce is copied in, reduced and copied out this many "
               "bytes at a time, so each piece stays in cache between the three"),
-      P_BYTES("HVD_SPECULATIVE_BYTES", speculative_bytes, "16384", 0, 1 << 20,
+      P_BYTES("HVD_SPECULATIVE_BYTES", speculative_bytes, "16384", 0, 1 << 30,
               "A lone allreduce up to this size, repeated, travels with its negotiation "
               "round: one round trip instead of two (0: off; the smallest value over "
               "the ranks is used)"),
