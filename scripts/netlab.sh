@@ -299,7 +299,7 @@ cmd_run() {
   fi
   mkdir -p "$rundir"
   status=0
-  child=
+  child= group=
   # Teardown always runs: on exit, on the signals a test runner sends, and, should
   # this process be killed outright (SIGKILL), by a reaper in a session of its own
   # that wakes when the last writer of a pipe, this process, is gone.
@@ -314,8 +314,11 @@ cmd_run() {
   ( cmd_up "$rundir" -n "$nodes" -r "$rate" ) || { status=$?; exit $status; }
   NETLAB_DIR=$(readlink -f "$rundir")
   export NETLAB_DIR
-  "$@" 7>&- &
-  child=$!
+  # In a process group of its own (setsid), so that teardown also reaches what the
+  # command started and then left behind (a launcher whose parent script was killed
+  # is no longer its descendant, but still in its group).
+  setsid "$@" 7>&- &
+  child=$! group=$!
   echo $child > "$rundir/.command"
   wait $child || status=$?
   child=
@@ -331,15 +334,15 @@ descendants() {
 cleanup() {
   # The command and all it started (a launcher left behind by a shell that was
   # told to end would outlive the lab).
+  # Its group too, even when the command itself has ended: what it left running
+  # (orphans keep the group) would outlive the lab.
   procs=
-  if [ -n "$child" ]; then
-    procs=$(descendants "$child")
-    kill -TERM $procs 2>/dev/null || true
-  fi
+  [ -z "$child" ] || procs=$(descendants "$child")
+  [ -z "$group" ] || kill -s TERM -- -"$group" $procs 2>/dev/null || true
   if [ -f "$rundir/lab.env" ]; then ( cmd_down "$rundir" ) || status=1; fi
   # Hydra's mpiexec may ignore SIGTERM once its proxies are gone: what is left of
   # the command now goes for good.
-  [ -z "$procs" ] || kill -KILL $procs 2>/dev/null || true
+  [ -z "$group" ] || kill -s KILL -- -"$group" $procs 2>/dev/null || true
   if [ -n "$child" ]; then wait "$child" 2>/dev/null || true; fi
   rm -f "$rundir/.alive" "$rundir/.command"
   [ -z "$own_dir" ] || rm -rf "$own_dir"
@@ -351,11 +354,14 @@ cleanup() {
 cmd_reap() {
   cat > /dev/null
   # The run's command, then the lab (whose removal ends the command's launcher).
-  procs=
-  [ ! -f "$1/.command" ] || procs=$(descendants "$(cat "$1/.command")")
-  [ -z "$procs" ] || kill -TERM $procs 2>/dev/null || true
+  procs= group=
+  if [ -f "$1/.command" ]; then
+    group=$(cat "$1/.command")
+    procs=$(descendants "$group")
+  fi
+  [ -z "$group" ] || kill -s TERM -- -"$group" $procs 2>/dev/null || true
   if [ -f "$1/lab.env" ]; then cmd_down "$1" || true; fi
-  [ -z "$procs" ] || kill -KILL $procs 2>/dev/null || true
+  [ -z "$group" ] || kill -s KILL -- -"$group" $procs 2>/dev/null || true
   rm -f "$1/.alive" "$1/.command"
   [ -z "${2:-}" ] || rm -rf "$2"
 }

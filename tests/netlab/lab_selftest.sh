@@ -28,6 +28,13 @@ if [ -z "${NETLAB_DIR:-}" ]; then
   s=0; "$netlab" run -n 1 -- sh -c 'exit 5' 2>/dev/null || s=$?
   [ $s = 5 ] || fail "netlab run returned $s for a command that exited 5"
 
+  # A command that ends leaving a process behind (a launcher whose parent script died
+  # is no longer a descendant of the command): the run's end takes it too.
+  orphan=4$$
+  "$netlab" run -n 1 -- sh -c '(trap "" TERM; exec sleep "$0") > /dev/null 2>&1 &' "$orphan" \
+    > /dev/null 2>&1 || fail "the run with an orphan failed"
+  ! pgrep -x -f "sleep $orphan" > /dev/null || fail "a process the command left behind outlived the lab"
+
   # A SIGTERM while a job runs on the nodes: the lab still comes down.
   mkfifo "$scratch/up"
   # Sleeps of these many seconds: the test's process on a node, and one beside the
