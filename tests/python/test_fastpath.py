@@ -55,6 +55,24 @@ def test_allreduce_and_broadcast_results(path):
     np.testing.assert_array_equal(a, np.full(7, hvd.size(), np.int32))
 
 
+def test_grouped_allreduce(path):
+    group = [torch.full((3,), float(hvd.rank())), torch.arange(5, dtype=torch.float32),
+             torch.ones(2, 2) * (hvd.rank() + 1)]
+    out = ht.grouped_allreduce(group, op=ht.Sum, name=f"fp.group.{path}")
+    total = float(sum(range(hvd.size())))
+    assert torch.equal(out[0], torch.full((3,), total))
+    assert torch.equal(out[1], torch.arange(5, dtype=torch.float32) * hvd.size())
+    assert torch.equal(out[2], torch.ones(2, 2) * (total + hvd.size()))
+    inplace = [torch.ones(4, dtype=torch.float64), torch.ones(1, dtype=torch.float64)]
+    ht.grouped_allreduce_(inplace, op=ht.Average, name=f"fp.group_.{path}",
+                          postscale_factor=3.0)
+    assert torch.equal(inplace[0], torch.full((4,), 3.0, dtype=torch.float64))
+    # A group of one compares its shape, as a lone allreduce does.
+    shape = (2, 3) if hvd.rank() == 0 else (3, 2)
+    with pytest.raises(hvd.MismatchError, match="shape"):
+        ht.grouped_allreduce([torch.ones(shape)], name=f"fp.group1.{path}")
+
+
 def test_scalars_and_very_many_dimensions(path):
     scalar = ht.allreduce(torch.tensor(2.0), op=ht.Sum, name=f"fp.scalar.{path}")
     assert scalar.shape == () and scalar.item() == 2.0 * hvd.size()
@@ -140,6 +158,12 @@ def test_wrong_arguments_raise_instead_of_crashing():
         fast.broadcast(p, 3, 8, 0, b"x", -1, 0, "stream", None)
     with pytest.raises(TypeError):
         fast.wait("handle")
+    with pytest.raises(ValueError, match="one length"):
+        fast.grouped_allreduce([p, p], [p], [3, 3], 8, 1, b"g", 1.0, 1.0, -1, 0, None, None)
+    with pytest.raises(TypeError):
+        fast.grouped_allreduce(p, [p], [3], 8, 1, b"g", 1.0, 1.0, -1, 0, None, None)
+    with pytest.raises(TypeError):
+        fast.grouped_allreduce([p], [p], ["three"], 8, 1, b"g", 1.0, 1.0, -1, 0, None, None)
     # An unknown handle is libhvd's error, returned as a negative status.
     assert fast.wait(123456789) == 2  # HVD_ERR_INVALID_ARGUMENT
     assert fast.poll(123456789) == -2

@@ -15,7 +15,8 @@ import os
 
 from ._capi import lib
 
-_BOUND = ("hvd_allreduce_async", "hvd_broadcast_async", "hvd_poll", "hvd_wait")
+_BOUND = ("hvd_allreduce_async", "hvd_broadcast_async", "hvd_grouped_allreduce_async",
+          "hvd_poll", "hvd_wait")
 
 
 def _load_file(path):

@@ -1,6 +1,6 @@
-/* The per-call path of the Python binding in C: one call starts an allreduce or a
- * broadcast, polls or waits for a handle, with the options and the shape built on the
- * C stack. Through ctypes the same call builds an options Structure and a shape array
+/* The per-call path of the Python binding in C: one call starts an allreduce, a grouped
+ * allreduce or a broadcast, polls or waits for a handle, with the options and the shape
+ * built on the C stack. Through ctypes the same call builds an options Structure and a shape array
  * in Python and converts every argument, several microseconds per tensor, which a
  * training step pays once per gradient.
  *
@@ -15,6 +15,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <limits.h>
 #include <stdint.h>
 
 #include "hvd/hvd.h"
@@ -24,18 +25,25 @@ typedef hvd_status_t (*allreduce_async_fn)(const void*, void*, int64_t, hvd_dtyp
                                            const hvd_op_options_t*, hvd_handle_t*);
 typedef hvd_status_t (*broadcast_async_fn)(void*, int64_t, hvd_dtype_t, int, const char*,
                                            const hvd_op_options_t*, hvd_handle_t*);
+typedef hvd_status_t (*grouped_allreduce_async_fn)(int, const void* const*, void* const*,
+                                                   const int64_t*, hvd_dtype_t,
+                                                   hvd_reduce_op_t, const char*,
+                                                   const hvd_op_options_t*, hvd_handle_t*);
 typedef hvd_status_t (*poll_fn)(hvd_handle_t, int*);
 typedef hvd_status_t (*wait_fn)(hvd_handle_t);
 
 static struct {
   allreduce_async_fn allreduce_async;
   broadcast_async_fn broadcast_async;
+  grouped_allreduce_async_fn grouped_allreduce_async;
   poll_fn poll;
   wait_fn wait;
 } hvd;
 
 static int bound(void) {
-  if (hvd.allreduce_async && hvd.broadcast_async && hvd.poll && hvd.wait) return 1;
+  if (hvd.allreduce_async && hvd.broadcast_async && hvd.grouped_allreduce_async && hvd.poll &&
+      hvd.wait)
+    return 1;
   PyErr_SetString(PyExc_RuntimeError, "hvd._fastpath: bind() was not called");
   return 0;
 }
@@ -46,13 +54,14 @@ static void* address_of(PyObject* value) {
 
 static PyObject* fast_bind(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   (void)self;
-  if (nargs != 4) {
+  if (nargs != 5) {
     PyErr_SetString(PyExc_TypeError,
-                    "bind(allreduce_async, broadcast_async, poll, wait): 4 addresses");
+                    "bind(allreduce_async, broadcast_async, grouped_allreduce_async, poll, "
+                    "wait): 5 addresses");
     return NULL;
   }
-  void* fns[4];
-  for (int i = 0; i < 4; ++i) {
+  void* fns[5];
+  for (int i = 0; i < 5; ++i) {
     fns[i] = PyLong_AsVoidPtr(args[i]);
     if (!fns[i]) {
       if (!PyErr_Occurred())
@@ -62,8 +71,9 @@ static PyObject* fast_bind(PyObject* self, PyObject* const* args, Py_ssize_t nar
   }
   hvd.allreduce_async = (allreduce_async_fn)fns[0];
   hvd.broadcast_async = (broadcast_async_fn)fns[1];
-  hvd.poll = (poll_fn)fns[2];
-  hvd.wait = (wait_fn)fns[3];
+  hvd.grouped_allreduce_async = (grouped_allreduce_async_fn)fns[2];
+  hvd.poll = (poll_fn)fns[3];
+  hvd.wait = (wait_fn)fns[4];
   Py_RETURN_NONE;
 }
 
@@ -164,6 +174,69 @@ static PyObject* fast_broadcast(PyObject* self, PyObject* const* args, Py_ssize_
   return handle_or_status(status, handle);
 }
 
+/* grouped_allreduce(sends, recvs, counts, dtype, op, name, prescale, postscale, device,
+ *                   set_id, stream, shape) -> handle, or -status. sends, recvs, counts:
+ * sequences of one length (addresses and element counts); shape: the shape of a group
+ * of one, or None. */
+static PyObject* fast_grouped_allreduce(PyObject* self, PyObject* const* args,
+                                        Py_ssize_t nargs) {
+  (void)self;
+  if (nargs != 12) {
+    PyErr_SetString(PyExc_TypeError, "grouped_allreduce takes 12 arguments");
+    return NULL;
+  }
+  if (!bound()) return NULL;
+  PyObject* seqs[3] = {NULL, NULL, NULL};
+  void** sends = NULL;
+  int64_t* counts = NULL;
+  PyObject* result = NULL;
+  static const char* what[3] = {"sends must be a sequence of addresses",
+                                "recvs must be a sequence of addresses",
+                                "counts must be a sequence of ints"};
+  for (int k = 0; k < 3; ++k)
+    if (!(seqs[k] = PySequence_Fast(args[k], what[k]))) goto done;
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seqs[0]);
+  if (PySequence_Fast_GET_SIZE(seqs[1]) != n || PySequence_Fast_GET_SIZE(seqs[2]) != n) {
+    PyErr_SetString(PyExc_ValueError, "sends, recvs and counts must have one length");
+    goto done;
+  }
+  if (n > INT_MAX) {
+    PyErr_SetString(PyExc_OverflowError, "too many tensors in one group");
+    goto done;
+  }
+  /* Two arrays in one allocation: the addresses (sends, then recvs), the counts. */
+  sends = PyMem_Malloc(sizeof(void*) * 2 * (size_t)(n ? n : 1));
+  counts = PyMem_Malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+  if (!sends || !counts) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    sends[i] = address_of(PySequence_Fast_GET_ITEM(seqs[0], i));
+    sends[n + i] = address_of(PySequence_Fast_GET_ITEM(seqs[1], i));
+    counts[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seqs[2], i));
+    if (PyErr_Occurred()) goto done;
+  }
+  hvd_op_options_t options = HVD_OP_OPTIONS_INITIALIZER;
+  int64_t dims[HVD_MAX_NDIM];
+  const char* name;
+  int dtype = (int)PyLong_AsLong(args[3]);
+  int op = (int)PyLong_AsLong(args[4]);
+  if (PyErr_Occurred() || !name_of(args[5], &name) ||
+      !fill_options(&options, dims, args[6], args[7], args[8], args[9], args[10], args[11]))
+    goto done;
+  hvd_handle_t handle = 0;
+  hvd_status_t status = hvd.grouped_allreduce_async(
+      (int)n, (const void* const*)sends, (void* const*)(sends + n), counts, (hvd_dtype_t)dtype,
+      (hvd_reduce_op_t)op, name, &options, &handle);
+  result = handle_or_status(status, handle);
+done:
+  PyMem_Free(sends);
+  PyMem_Free(counts);
+  for (int k = 0; k < 3; ++k) Py_XDECREF(seqs[k]);
+  return result;
+}
+
 /* poll(handle) -> 1 done, 0 running, or -status */
 static PyObject* fast_poll(PyObject* self, PyObject* arg) {
   (void)self;
@@ -190,13 +263,17 @@ static PyObject* fast_wait(PyObject* self, PyObject* arg) {
 
 static PyMethodDef methods[] = {
     {"bind", (PyCFunction)(void (*)(void))fast_bind, METH_FASTCALL,
-     "bind(allreduce_async, broadcast_async, poll, wait): the loaded libhvd's functions"},
+     "bind(allreduce_async, broadcast_async, grouped_allreduce_async, poll, wait): the "
+     "loaded libhvd's functions"},
     {"allreduce", (PyCFunction)(void (*)(void))fast_allreduce, METH_FASTCALL,
      "allreduce(send, recv, count, dtype, op, name, prescale, postscale, device, set_id, "
      "stream, shape) -> handle, or -status"},
     {"broadcast", (PyCFunction)(void (*)(void))fast_broadcast, METH_FASTCALL,
      "broadcast(buf, count, dtype, root_rank, name, device, set_id, stream, shape) -> "
      "handle, or -status"},
+    {"grouped_allreduce", (PyCFunction)(void (*)(void))fast_grouped_allreduce, METH_FASTCALL,
+     "grouped_allreduce(sends, recvs, counts, dtype, op, name, prescale, postscale, device, "
+     "set_id, stream, shape) -> handle, or -status"},
     {"poll", fast_poll, METH_O, "poll(handle) -> 1 done, 0 running, or -status"},
     {"wait", fast_wait, METH_O, "wait(handle) -> status (the GIL is released meanwhile)"},
     {NULL, NULL, 0, NULL},

@@ -350,8 +350,17 @@ def allreduce(send, recv, count, dtype, op, name, options, keepalive, finish, sh
 def grouped_allreduce(sends, recvs, counts, dtype, op, name, options, keepalive, finish,
                       shapes=None):
     """shapes: the members' shapes; libhvd compares the shape of a group of one."""
-    options = options.c()
     n = len(sends)
+    if fast is not None:
+        encoded = encode_name(name)
+        key = None if encoded is None else (options.process_set_id, encoded)
+        _claim_name(key)
+        raw = _fast_handle(fast.grouped_allreduce(sends, recvs, counts, dtype, op, encoded,
+                                                  *options,
+                                                  shapes[0] if shapes and n == 1 else None),
+                           "hvd_grouped_allreduce")
+        return Handle(raw, key, "hvd_grouped_allreduce", keepalive, finish)
+    options = options.c()
     shape_arr = _capi.set_shape(options, shapes[0]) if shapes and n == 1 else None
     send_arr = (ctypes.c_void_p * n)(*sends)
     recv_arr = (ctypes.c_void_p * n)(*recvs)
