@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "base/dtype.h"
 #include "base/log.h"
@@ -36,6 +35,20 @@ std::string rank_list(const std::vector<int>& ranks) {
     s += std::to_string(ranks[i]);
   }
   return s;
+}
+
+// Bus bytes per byte of an operation over n ranks, as nccl-tests count them, so the
+// bandwidth reads like theirs.
+double bus_factor(OpType op, int n) {
+  if (n <= 1) return 0;
+  switch (op) {
+    case OpType::Allreduce: return 2.0 * (n - 1) / n;
+    case OpType::Allgather:
+    case OpType::Alltoall:
+    case OpType::Reducescatter: return static_cast<double>(n - 1) / n;
+    case OpType::Broadcast: return 1.0;
+    default: return 0;
+  }
 }
 
 }  // namespace
@@ -217,26 +230,15 @@ void BackgroundLoop::run_batches(std::span<const Response> ready,
   for (const Batch& batch : batches) {
     int64_t start = 0;
     if (step_stats_) {
-      // Bus bytes as nccl-tests count them, so the bandwidth reads like theirs.
       const TensorSpec& spec = ready[batch.items.front()].spec;
       int n = rt_.size;
       if (spec.process_set != 0) {
         auto set = rt_.sets.find(spec.process_set);
         n = set && set->member() ? set->size() : 0;
       }
-      double factor = 0;
-      if (n > 1) {
-        switch (spec.op) {
-          case OpType::Allreduce: factor = 2.0 * (n - 1) / n; break;
-          case OpType::Allgather:
-          case OpType::Alltoall:
-          case OpType::Reducescatter: factor = static_cast<double>(n - 1) / n; break;
-          case OpType::Broadcast: factor = 1.0; break;
-          default: break;
-        }
-      }
       const int64_t bytes = n > 0 ? batch.bytes : 0;
-      step_stats().add_bytes(bytes, static_cast<int64_t>(static_cast<double>(bytes) * factor));
+      step_stats().add_bytes(bytes,
+                             static_cast<int64_t>(static_cast<double>(bytes) * bus_factor(spec.op, n)));
       start = monotonic_ns();
     }
     watchdog_.begin(&batch, &ready_);
@@ -443,20 +445,13 @@ void BackgroundLoop::complete_speculated(const Response& r, const void* result) 
     row = timeline_row(spec, r.name);
     timeline.op_start(row, op_type_label(spec.op), bytes);
   }
-  const int divisor = spec.reduce_op == HVD_OP_AVERAGE ? rt_.size : 1;
-  if (divisor > 1 || spec.postscale != 1.0)
-    copy_averaged(local.recv, result, count, spec.dtype, divisor, spec.postscale);
-  else
-    std::memcpy(local.recv, result, static_cast<size_t>(bytes));
-  if (step_stats_) {
-    const double factor = rt_.size > 1 ? 2.0 * (rt_.size - 1) / rt_.size : 0.0;
-    step_stats().add_bytes(bytes, static_cast<int64_t>(static_cast<double>(bytes) * factor));
-  }
-  if (timeline.enabled()) {
-    const auto set = rt_.sets.find(0);
-    timeline.op_end(row, "OK", horovod_dtype_label(spec.dtype),
-                    set ? output_shape_text(r, *set) : std::string());
-  }
+  const auto global = rt_.sets.find(0);  // speculation runs on the global set only
+  copy_averaged(local.recv, result, count, spec.dtype, divisor_of(spec, *global), spec.postscale);
+  if (step_stats_)
+    step_stats().add_bytes(bytes, static_cast<int64_t>(static_cast<double>(bytes) *
+                                                       bus_factor(spec.op, rt_.size)));
+  if (timeline.enabled())
+    timeline.op_end(row, "OK", horovod_dtype_label(spec.dtype), output_shape_text(r, *global));
   rt_.speculated.fetch_add(1, std::memory_order_relaxed);
   complete(std::move(local), Error::success());
 }

@@ -16,19 +16,10 @@ constexpr uint64_t kNoSlot = ~uint64_t{0};
 
 bool Speculation::eligible(const Response& r) const {
   const TensorSpec& s = r.spec;
+  // Adasum combines pairwise, not elementwise.
   if (!r.error.ok() || s.op != OpType::Allreduce || s.process_set != 0 ||
-      s.device != HVD_DEVICE_CPU || s.group_size > 1)
+      s.device != HVD_DEVICE_CPU || s.group_size > 1 || s.reduce_op == HVD_OP_ADASUM)
     return false;
-  switch (s.reduce_op) {
-    case HVD_OP_SUM:
-    case HVD_OP_AVERAGE:
-    case HVD_OP_MIN:
-    case HVD_OP_MAX:
-    case HVD_OP_PRODUCT:
-      break;
-    default:
-      return false;  // Adasum combines pairwise, not elementwise
-  }
   const int64_t bytes = s.num_elements() * static_cast<int64_t>(dtype_size(s.dtype));
   return bytes > 0 && bytes <= max_bytes_;
 }
@@ -70,10 +61,7 @@ size_t Speculation::payload_words() const {
 void Speculation::fill(uint64_t* id_words, void* payload) const {
   const size_t bytes = static_cast<size_t>(count_) * dtype_size(spec_.dtype);
   if (local_) {
-    if (spec_.prescale != 1.0)
-      copy_scaled(payload, local_->send, count_, spec_.dtype, spec_.prescale);
-    else
-      std::memcpy(payload, local_->send, bytes);
+    copy_scaled(payload, local_->send, count_, spec_.dtype, spec_.prescale);
     id_words[0] = static_cast<uint64_t>(slot_);
     id_words[1] = ~static_cast<uint64_t>(slot_);
   } else {

@@ -7,10 +7,12 @@ sum when they are orthogonal, their average when they are parallel. A coefficien
 The ranks' vectors combine over the binary tree of the ranks in order: (0,1), (2,3),
 ..., then (01, 23), ... All in float64.
 """
+import contextlib
 import math
 import sys
 
 import numpy as np
+import pytest
 
 TINY = math.sqrt(sys.float_info.min)
 
@@ -46,7 +48,17 @@ def is_power_of_two(n):
     return n > 0 and n & (n - 1) == 0
 
 
-def power_of_two_members(size):
-    """Ranks of a power-of-two process set to register in a job of `size` (2 or more)
-    ranks: not all of them, since the global set cannot be registered again."""
-    return [1] if size == 2 else [0, 2] if size == 3 else [1, 3]
+@contextlib.contextmanager
+def power_of_two_set(hvd):
+    """(members, process set): a power-of-two set registered in this job of 2 or more
+    ranks (skips below 2), removed afterwards. Not every rank: the global set cannot be
+    registered again. hvd: the package under test (hvd or hvd.torch)."""
+    size = hvd.size()
+    if size < 2:
+        pytest.skip("needs 2 ranks")
+    members = [1] if size == 2 else [0, 2] if size == 3 else [1, 3]
+    ps = hvd.add_process_set(members)
+    try:
+        yield members, ps
+    finally:
+        hvd.remove_process_set(ps)

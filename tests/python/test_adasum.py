@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import hvd
-from adasum_reference import (adasum, is_power_of_two, power_of_two_members,
+from adasum_reference import (adasum, is_power_of_two, power_of_two_set,
                               relative_error)
 
 pytestmark = pytest.mark.usefixtures("world")
@@ -198,20 +198,14 @@ def test_joined_rank_contributes_zeros():
 
 
 def test_power_of_two_process_set():
-    if hvd.size() < 2:
-        pytest.skip("needs 2 ranks")
     # Any set of 1, 2, 4... ranks, also inside a job of another size (Horovod allows
     # only the global set).
-    members = power_of_two_members(hvd.size())
-    ps = hvd.add_process_set(members)
-    try:
+    with power_of_two_set(hvd) as (members, ps):
         if hvd.rank() in members:
             inputs = [mixed(r, 21) for r in members]
             out = hvd.allreduce(inputs[members.index(hvd.rank())], op=hvd.Adasum,
                                 name="ada.set", process_set=ps)
             assert relative_error(out, adasum(inputs), inputs) < TOL["float64"]
-    finally:
-        hvd.remove_process_set(ps)
 
 
 def test_non_power_of_two_fails_on_every_rank():

@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import hvd.torch as hvd  # noqa: E402
-from adasum_reference import (adasum, is_power_of_two, power_of_two_members,  # noqa: E402
+from adasum_reference import (adasum, is_power_of_two, power_of_two_set,  # noqa: E402
                               relative_error)
 from test_torch_optimizer import (assert_same_on_every_rank, batch, loss_fn,  # noqa: E402
                                   make_model, params_of)
@@ -256,19 +256,13 @@ def test_arguments_that_do_not_apply_are_refused():
 
 
 def test_optimizer_on_a_power_of_two_process_set():
-    if hvd.size() < 2:
-        pytest.skip("needs 2 ranks")
-    members = power_of_two_members(hvd.size())
-    ps = hvd.add_process_set(members)
-    try:
+    with power_of_two_set(hvd) as (members, ps):
         model, _ = distributed(2, 1, OPTIMIZERS["sgd"], process_set=ps)
         # Outside the set a rank trains alone, as with the other ops.
         expected = reference(members if hvd.rank() in members else [hvd.rank()], 2, 1,
                              OPTIMIZERS["sgd"])
         assert torch.allclose(params_of(model), params_of(expected), rtol=1e-9, atol=1e-12)
         hvd.barrier()
-    finally:
-        hvd.remove_process_set(ps)
 
 
 def test_optimizer_on_a_non_power_of_two_set_fails_on_every_rank():

@@ -117,6 +117,16 @@ static int name_of(PyObject* name, const char** out) {
   return *out != NULL;
 }
 
+/* The arguments allreduce and grouped_allreduce end with: dtype, op, name, prescale,
+ * postscale, device, set_id, stream, shape. */
+static int parse_reduction(PyObject* const* args, int* dtype, int* op, const char** name,
+                           hvd_op_options_t* options, int64_t dims[HVD_MAX_NDIM]) {
+  *dtype = (int)PyLong_AsLong(args[0]);
+  *op = (int)PyLong_AsLong(args[1]);
+  return !PyErr_Occurred() && name_of(args[2], name) &&
+         fill_options(options, dims, args[3], args[4], args[5], args[6], args[7], args[8]);
+}
+
 static PyObject* handle_or_status(hvd_status_t status, hvd_handle_t handle) {
   return PyLong_FromLongLong(status == HVD_SUCCESS ? (long long)handle : -(long long)status);
 }
@@ -133,13 +143,11 @@ static PyObject* fast_allreduce(PyObject* self, PyObject* const* args, Py_ssize_
   hvd_op_options_t options = HVD_OP_OPTIONS_INITIALIZER;
   int64_t dims[HVD_MAX_NDIM];
   const char* name;
+  int dtype, op;
   void* send = address_of(args[0]);
   void* recv = address_of(args[1]);
   long long count = PyLong_AsLongLong(args[2]);
-  int dtype = (int)PyLong_AsLong(args[3]);
-  int op = (int)PyLong_AsLong(args[4]);
-  if (PyErr_Occurred() || !name_of(args[5], &name) ||
-      !fill_options(&options, dims, args[6], args[7], args[8], args[9], args[10], args[11]))
+  if (PyErr_Occurred() || !parse_reduction(args + 3, &dtype, &op, &name, &options, dims))
     return NULL;
   hvd_handle_t handle = 0;
   hvd_status_t status = hvd.allreduce_async(send, recv, (int64_t)count, (hvd_dtype_t)dtype,
@@ -220,11 +228,8 @@ static PyObject* fast_grouped_allreduce(PyObject* self, PyObject* const* args,
   hvd_op_options_t options = HVD_OP_OPTIONS_INITIALIZER;
   int64_t dims[HVD_MAX_NDIM];
   const char* name;
-  int dtype = (int)PyLong_AsLong(args[3]);
-  int op = (int)PyLong_AsLong(args[4]);
-  if (PyErr_Occurred() || !name_of(args[5], &name) ||
-      !fill_options(&options, dims, args[6], args[7], args[8], args[9], args[10], args[11]))
-    goto done;
+  int dtype, op;
+  if (!parse_reduction(args + 3, &dtype, &op, &name, &options, dims)) goto done;
   hvd_handle_t handle = 0;
   hvd_status_t status = hvd.grouped_allreduce_async(
       (int)n, (const void* const*)sends, (void* const*)(sends + n), counts, (hvd_dtype_t)dtype,

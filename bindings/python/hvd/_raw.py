@@ -315,6 +315,14 @@ def _claim_name(key):
                         "yet): names must be unique among pending operations")
 
 
+def _claim(name, options):
+    """The name as bytes and its key, once the name is checked free (_claim_name)."""
+    encoded = encode_name(name)
+    key = None if encoded is None else (options.process_set_id, encoded)
+    _claim_name(key)
+    return encoded, key
+
+
 def _handle_out(name, options):
     """Checks the name, then returns the ctypes handle to enqueue into."""
     _claim_name(_name_key(name, options))
@@ -331,16 +339,14 @@ def _fast_handle(result, function):
 def allreduce(send, recv, count, dtype, op, name, options, keepalive, finish, shape=None):
     """options: a CallOptions. shape: the tensor's shape, which every rank must then
     pass alike (optional)."""
-    encoded = encode_name(name)
-    key = None if encoded is None else (options.process_set_id, encoded)
     if fast is not None:
-        _claim_name(key)
+        encoded, key = _claim(name, options)
         raw = _fast_handle(fast.allreduce(send, recv, count, dtype, op, encoded, *options,
                                           shape), "hvd_allreduce")
         return Handle(raw, key, "hvd_allreduce", keepalive, finish)
     c_options = options.c()
     shape_arr = _capi.set_shape(c_options, shape)
-    _claim_name(key)
+    encoded, key = _claim(name, options)
     h = _capi.handle_t(0)
     check(lib.hvd_allreduce_async(send, recv, count, dtype, op, encoded,
                                   ctypes.byref(c_options), ctypes.byref(h)), "hvd_allreduce")
@@ -352,9 +358,7 @@ def grouped_allreduce(sends, recvs, counts, dtype, op, name, options, keepalive,
     """shapes: the members' shapes; libhvd compares the shape of a group of one."""
     n = len(sends)
     if fast is not None:
-        encoded = encode_name(name)
-        key = None if encoded is None else (options.process_set_id, encoded)
-        _claim_name(key)
+        encoded, key = _claim(name, options)
         raw = _fast_handle(fast.grouped_allreduce(sends, recvs, counts, dtype, op, encoded,
                                                   *options,
                                                   shapes[0] if shapes and n == 1 else None),
@@ -375,17 +379,15 @@ def grouped_allreduce(sends, recvs, counts, dtype, op, name, options, keepalive,
 
 def broadcast(buf, count, dtype, root_rank, name, options, keepalive, finish, shape=None):
     """root_rank: a global rank. shape: as for allreduce."""
-    encoded = encode_name(name)
-    key = None if encoded is None else (options.process_set_id, encoded)
     if fast is not None:
-        _claim_name(key)
+        encoded, key = _claim(name, options)
         raw = _fast_handle(fast.broadcast(buf, count, dtype, int(root_rank), encoded,
                                           options.device, options.process_set_id,
                                           options.stream, shape), "hvd_broadcast")
         return Handle(raw, key, "hvd_broadcast", keepalive, finish)
     c_options = options.c()
     shape_arr = _capi.set_shape(c_options, shape)
-    _claim_name(key)
+    encoded, key = _claim(name, options)
     h = _capi.handle_t(0)
     check(lib.hvd_broadcast_async(buf, count, dtype, int(root_rank), encoded,
                                   ctypes.byref(c_options), ctypes.byref(h)), "hvd_broadcast")

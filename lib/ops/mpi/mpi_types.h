@@ -2,6 +2,8 @@
 // that reduce float16 and bfloat16 in float32.
 #pragma once
 
+#include <cstdint>
+
 #include <mpi.h>
 
 #include "hvd/hvd.h"
@@ -16,5 +18,11 @@ void mpi_types_free();
 MPI_Datatype mpi_datatype(hvd_dtype_t dtype);
 // op is SUM, MIN, MAX or PRODUCT.
 MPI_Op mpi_reduce_op(hvd_reduce_op_t op, hvd_dtype_t dtype);
+
+// What that op computes, on this process: inout[i] = in[i] (op) inout[i], float16 and
+// bfloat16 through float32, bool's MIN and PRODUCT as AND and the others as OR. The
+// custom 16-bit ops are this; reductions of our own (ops/mpi/negotiation_op.h) use it.
+void reduce_elements(const void* in, void* inout, int64_t count, hvd_dtype_t dtype,
+                     hvd_reduce_op_t op);
 
 }  // namespace hvd

@@ -28,11 +28,6 @@ struct NegotiationLayout {
 // to post it with. After mpi_types_init(); both are freed by mpi_types_free().
 void negotiation_op_for(const NegotiationLayout& layout, MPI_Op* op, MPI_Datatype* type);
 
-// Elementwise inout[i] = in[i] (op) inout[i] in the tensor's dtype (float16 and
-// bfloat16 through float32; bool: MIN and PRODUCT are AND, the others OR).
-void reduce_elements(const void* in, void* inout, int64_t count, hvd_dtype_t dtype,
-                     hvd_reduce_op_t op);
-
 // Frees the op and the datatypes (from mpi_types_free, before MPI_Finalize).
 void negotiation_op_free();
 
