@@ -127,6 +127,15 @@ static int parse_reduction(PyObject* const* args, int* dtype, int* op, const cha
          fill_options(options, dims, args[3], args[4], args[5], args[6], args[7], args[8]);
 }
 
+/* Every enqueue's first checks: the argument count, and a bound library. */
+static int begin_call(const char* function, Py_ssize_t nargs, Py_ssize_t want) {
+  if (nargs != want) {
+    PyErr_Format(PyExc_TypeError, "%s takes %zd arguments (%zd given)", function, want, nargs);
+    return 0;
+  }
+  return bound();
+}
+
 static PyObject* handle_or_status(hvd_status_t status, hvd_handle_t handle) {
   return PyLong_FromLongLong(status == HVD_SUCCESS ? (long long)handle : -(long long)status);
 }
@@ -135,11 +144,7 @@ static PyObject* handle_or_status(hvd_status_t status, hvd_handle_t handle) {
  *           stream, shape) -> handle, or -status */
 static PyObject* fast_allreduce(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   (void)self;
-  if (nargs != 12) {
-    PyErr_SetString(PyExc_TypeError, "allreduce takes 12 arguments");
-    return NULL;
-  }
-  if (!bound()) return NULL;
+  if (!begin_call("allreduce", nargs, 12)) return NULL;
   hvd_op_options_t options = HVD_OP_OPTIONS_INITIALIZER;
   int64_t dims[HVD_MAX_NDIM];
   const char* name;
@@ -159,11 +164,7 @@ static PyObject* fast_allreduce(PyObject* self, PyObject* const* args, Py_ssize_
  *   -> handle, or -status */
 static PyObject* fast_broadcast(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   (void)self;
-  if (nargs != 9) {
-    PyErr_SetString(PyExc_TypeError, "broadcast takes 9 arguments");
-    return NULL;
-  }
-  if (!bound()) return NULL;
+  if (!begin_call("broadcast", nargs, 9)) return NULL;
   hvd_op_options_t options = HVD_OP_OPTIONS_INITIALIZER;
   int64_t dims[HVD_MAX_NDIM];
   const char* name;
@@ -189,11 +190,7 @@ static PyObject* fast_broadcast(PyObject* self, PyObject* const* args, Py_ssize_
 static PyObject* fast_grouped_allreduce(PyObject* self, PyObject* const* args,
                                         Py_ssize_t nargs) {
   (void)self;
-  if (nargs != 12) {
-    PyErr_SetString(PyExc_TypeError, "grouped_allreduce takes 12 arguments");
-    return NULL;
-  }
-  if (!bound()) return NULL;
+  if (!begin_call("grouped_allreduce", nargs, 12)) return NULL;
   PyObject* seqs[3] = {NULL, NULL, NULL};
   void** sends = NULL;
   int64_t* counts = NULL;
