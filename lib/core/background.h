@@ -49,6 +49,8 @@ class BackgroundLoop {
   bool poll_doorbell();
   void ring_doorbells();
   Error run_round(bool* shutdown);
+  // Waits while this rank's queue is still growing fast (HVD_BURST_GAP_US).
+  void let_burst_finish();
   Error wait_request(MPI_Request* request);
   // A tensor the round's speculative payload completed (core/speculation.h); result:
   // the reduced payload.
@@ -98,6 +100,7 @@ class BackgroundLoop {
   int64_t round_ = 0;
   double last_round_end_ = 0;
   double last_progress_ = 0;  // end of the last round that ran or negotiated something
+  size_t last_lone_hash_ = 0;  // key hash of the last running round's only tensor, or 0
 
   MPI_Request doorbell_request_ = MPI_REQUEST_NULL;
   int64_t doorbell_value_ = 0;

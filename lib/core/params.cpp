@@ -168,6 +168,10 @@ const std::vector<ParamDef>& defs() {
       P_INT("HVD_BG_SPIN_US", bg_spin_us, 0, 0, 1000000,
             "Microseconds the background thread polls for new work after activity before "
             "it sleeps (0: it sleeps at once; polling pays only with spare cores)"),
+      P_INT("HVD_BURST_GAP_US", burst_gap_us, 50, 0, 1000000,
+            "A round that finds new requests naps this long, and again while more keep "
+            "arriving (at most the cycle time), so that one round takes a burst whole; "
+            "a lone repeat of the last round's only tensor goes at once (0: no naps)"),
       P_INT("HVD_POLL_US", poll_us, 200, 1, 1000000,
             "Longest sleep between polls while an operation is in flight"),
       P_INT("HVD_IDLE_POLL_MS", idle_poll_ms, 5, 1, 60000,

@@ -39,6 +39,7 @@ Error TensorQueue::push(std::vector<Request>&& requests) {
       insert_in_flight(r);  // checked above: not in flight
       queue_.push_back(std::move(r));
     }
+    queued_.store(queue_.size(), std::memory_order_release);
     signalled_.store(true, std::memory_order_release);
     // Wake the background thread only if it sleeps: a futex call per tensor is a
     // measurable share of a small tensor's cost.
@@ -70,6 +71,7 @@ Error TensorQueue::push(Request&& request, std::string* spare_name) {
       spare_name->swap(spare_names_.back());
       spare_names_.pop_back();
     }
+    queued_.store(queue_.size(), std::memory_order_release);
     signalled_.store(true, std::memory_order_release);
     if (!sleeping_) return Error::success();
   }
@@ -100,6 +102,7 @@ void TensorQueue::drain(std::vector<Request>* out) {
   std::lock_guard<std::mutex> lock(mutex_);
   poked_ = false;
   signalled_.store(false, std::memory_order_release);
+  queued_.store(0, std::memory_order_release);
   if (out->empty()) {
     out->swap(queue_);  // both vectors keep their capacity for the next rounds
     return;
@@ -152,6 +155,11 @@ void TensorQueue::close(const std::string& reason) {
   std::lock_guard<std::mutex> lock(mutex_);
   closed_ = true;
   close_reason_ = reason;
+}
+
+size_t TensorQueue::lone_key_hash() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return queue_.size() == 1 ? queue_.front().key_hash : 0;
 }
 
 bool TensorQueue::empty() {

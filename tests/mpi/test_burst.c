@@ -1,0 +1,123 @@
+#define _DEFAULT_SOURCE /* usleep, setenv */
+/* Bursts (HVD_BURST_GAP_US): while a rank's requests keep arriving, the background
+ * thread waits for the rest of the burst, so that one negotiation round and one fused
+ * collective take it whole; a lone repeat of the last round's only tensor does not
+ * wait. The gap is made long here (hundreds of milliseconds) and the pushes a few
+ * milliseconds apart, so what is checked does not depend on how fast the machine is:
+ * without the wait, each push would start a round of its own. */
+#include <time.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+enum { kTensors = 24, kCount = 256, kPushGapUs = 3000 };
+
+static double seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void reinit(const char* gap_us) {
+  assert_hvd_ok(hvd_shutdown());
+  setenv("HVD_BURST_GAP_US", gap_us, 1);
+  setenv("HOROVOD_CYCLE_TIME", "10000", 1); /* the cap on a burst's wait: 10 s */
+  assert_hvd_ok(hvd_init());
+  unsetenv("HVD_BURST_GAP_US");
+  unsetenv("HOROVOD_CYCLE_TIME");
+}
+
+/* One step: kTensors allreduces pushed kPushGapUs apart, then all waited and checked.
+ * Returns the data collectives the step ran. */
+static uint64_t slow_burst(const char* prefix, int step) {
+  const int rank = hvd_rank(), size = hvd_size();
+  static float data[kTensors][kCount];
+  hvd_handle_t handles[kTensors];
+  const uint64_t before = tu_collectives();
+  for (int t = 0; t < kTensors; ++t) {
+    for (int i = 0; i < kCount; ++i) data[t][i] = (float)(rank + t + i + step);
+    char name[64];
+    snprintf(name, sizeof name, "%s.%d", prefix, t);
+    assert_hvd_ok(hvd_allreduce_async(data[t], data[t], kCount, HVD_FLOAT32, HVD_OP_SUM, name,
+                                      NULL, &handles[t]));
+    usleep(kPushGapUs);
+  }
+  for (int t = 0; t < kTensors; ++t) assert_hvd_ok(hvd_wait(handles[t]));
+  for (int t = 0; t < kTensors; ++t)
+    for (int i = 0; i < kCount; ++i) {
+      const float want = (float)(size * (t + i + step) + size * (size - 1) / 2);
+      if (data[t][i] != want) fail_msg("%s.%d[%d] = %g, expected %g", prefix, t, i, data[t][i], want);
+    }
+  return tu_collectives() - before;
+}
+
+/* Pushes spread over ~70 ms, a gap of 400 ms: every step is one fused collective. */
+static void a_slow_burst_is_one_collective(void** state) {
+  (void)state;
+  reinit("400000");
+  for (int step = 0; step < 3; ++step) {
+    const uint64_t ran = slow_burst("burst.on", step);
+    if (hvd_size() > 1 && step > 0) assert_int_equal(ran, 1); /* step 0 negotiates names */
+  }
+}
+
+/* The same pushes without the wait: rounds start on the first push, and the step is
+ * split (this is what the test above would see if the wait did nothing). */
+static void without_the_wait_the_burst_is_split(void** state) {
+  (void)state;
+  reinit("0");
+  uint64_t ran = 0;
+  for (int step = 0; step < 3; ++step) ran = slow_burst("burst.off", step);
+  if (hvd_size() > 1) assert_true(ran > 1);
+}
+
+/* A loop of one blocking allreduce: each call repeats the last round's only tensor and
+ * must not nap (10 naps of 400 ms would take 4 s; the loop takes milliseconds). */
+static void a_lone_repeat_does_not_wait(void** state) {
+  (void)state;
+  reinit("400000");
+  float x[4] = {1, 2, 3, 4};
+  assert_hvd_ok(hvd_allreduce(x, x, 4, HVD_FLOAT32, HVD_OP_MAX, "burst.lone"));
+  const double start = seconds();
+  for (int k = 0; k < 10; ++k) {
+    for (int i = 0; i < 4; ++i) x[i] = (float)(hvd_rank() * 10 + i);
+    assert_hvd_ok(hvd_allreduce(x, x, 4, HVD_FLOAT32, HVD_OP_MAX, "burst.lone"));
+    for (int i = 0; i < 4; ++i) assert_true(x[i] == (float)((hvd_size() - 1) * 10 + i));
+  }
+  const double elapsed = seconds() - start;
+  if (elapsed >= 2.0) fail_msg("10 lone repeated allreduces took %.2f s: they napped", elapsed);
+}
+
+/* Ranks whose bursts differ in length and timing still agree, and nothing is lost. */
+static void ranks_with_different_bursts(void** state) {
+  (void)state;
+  reinit("2000");
+  const int rank = hvd_rank(), size = hvd_size();
+  enum { kMany = 300 };
+  static int32_t v[kMany];
+  hvd_handle_t h[kMany];
+  for (int step = 0; step < 4; ++step) {
+    for (int t = 0; t < kMany; ++t) {
+      v[t] = rank + t;
+      char name[48];
+      snprintf(name, sizeof name, "burst.mixed.%d", t);
+      assert_hvd_ok(hvd_allreduce_async(&v[t], &v[t], 1, HVD_INT32, HVD_OP_SUM, name, NULL, &h[t]));
+      /* Rank r pauses after every (r + 2)-th push: bursts of different lengths. */
+      if (t % (rank + 2) == 0) usleep(500 * (unsigned)(rank + 1));
+    }
+    for (int t = 0; t < kMany; ++t) {
+      assert_hvd_ok(hvd_wait(h[t]));
+      assert_int_equal(v[t], size * t + size * (size - 1) / 2);
+    }
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(a_slow_burst_is_one_collective),
+      cmocka_unit_test(without_the_wait_the_burst_is_split),
+      cmocka_unit_test(a_lone_repeat_does_not_wait),
+      cmocka_unit_test(ranks_with_different_bursts),
+  };
+  return cmocka_run_group_tests_name("burst", tests, tu_group_init, tu_group_shutdown);
+}
