@@ -156,7 +156,7 @@ const std::vector<ParamDef>& defs() {
               "default is per MPI: 1 MiB for MPICH, 16 MiB for Open MPI)"),
       P_BYTES("HVD_INPLACE_MIN_BYTES", inplace_min_bytes, "262144", 0, kNoMax,
               "Tensors at least this large are reduced in their own buffer, not copied"),
-      P_BYTES("HVD_FUSION_PIECE_BYTES", fusion_piece_bytes, "524288", 4096, kNoMax,
+      P_BYTES("HVD_FUSION_PIECE_BYTES", fusion_piece_bytes, "1048576", 4096, kNoMax,
               "A fused host allreduce is copied in, reduced and copied out this many "
               "bytes at a time, so each piece stays in cache between the three"),
       P_BYTES("HVD_SPECULATIVE_BYTES", speculative_bytes, "16384", 0, 1 << 30,

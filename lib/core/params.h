@@ -63,7 +63,7 @@ struct Params {
   std::string cuda_visible_devices;  // read, not set: pinning maps ordinals through it
   int64_t allreduce_chunk_bytes = HVD_ALLREDUCE_CHUNK_BYTES_DEFAULT;
   int64_t inplace_min_bytes = 256ll << 10;
-  int64_t fusion_piece_bytes = 512ll << 10;
+  int64_t fusion_piece_bytes = 1ll << 20;
   int64_t speculative_bytes = 16ll << 10;  // see core/speculation.h; agreed at init
   int64_t spin_us = 50;
   int64_t bg_spin_us = 0;
