@@ -39,7 +39,6 @@ Error TensorQueue::push(std::vector<Request>&& requests) {
       insert_in_flight(r);  // checked above: not in flight
       queue_.push_back(std::move(r));
     }
-    queued_.store(queue_.size(), std::memory_order_release);
     signalled_.store(true, std::memory_order_release);
     // Wake the background thread only if it sleeps: a futex call per tensor is a
     // measurable share of a small tensor's cost.
@@ -71,7 +70,6 @@ Error TensorQueue::push(Request&& request, std::string* spare_name) {
       spare_name->swap(spare_names_.back());
       spare_names_.pop_back();
     }
-    queued_.store(queue_.size(), std::memory_order_release);
     signalled_.store(true, std::memory_order_release);
     if (!sleeping_) return Error::success();
   }
@@ -102,7 +100,6 @@ void TensorQueue::drain(std::vector<Request>* out) {
   std::lock_guard<std::mutex> lock(mutex_);
   poked_ = false;
   signalled_.store(false, std::memory_order_release);
-  queued_.store(0, std::memory_order_release);
   if (out->empty()) {
     out->swap(queue_);  // both vectors keep their capacity for the next rounds
     return;
@@ -157,9 +154,10 @@ void TensorQueue::close(const std::string& reason) {
   close_reason_ = reason;
 }
 
-size_t TensorQueue::lone_key_hash() {
+size_t TensorQueue::queued(size_t* only_key_hash) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return queue_.size() == 1 ? queue_.front().key_hash : 0;
+  if (only_key_hash) *only_key_hash = queue_.size() == 1 ? queue_.front().key_hash : 0;
+  return queue_.size();
 }
 
 bool TensorQueue::empty() {

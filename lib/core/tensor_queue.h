@@ -43,11 +43,9 @@ class TensorQueue {
   // Lock-free check for the background thread's short spin: true when wait() would
   // return at once.
   bool ready() const { return signalled_.load(std::memory_order_acquire); }
-  // Requests pushed since the last drain (lock-free, for the background thread's
-  // check that a burst of pushes has ended).
-  size_t queued() const { return queued_.load(std::memory_order_acquire); }
-  // The key hash of the only queued request, or 0 when there are none or several.
-  size_t lone_key_hash();
+  // Requests pushed since the last drain; with only_key_hash, also the key hash of the
+  // only one (0 when there are none or several).
+  size_t queued(size_t* only_key_hash = nullptr);
 
   // Rejects further pushes with HVD_ERR_SHUT_DOWN; drain() still returns what is left.
   void close(const std::string& reason);
@@ -73,7 +71,6 @@ class TensorQueue {
   bool poked_ = false;
   bool sleeping_ = false;  // the background thread waits on cv_
   std::atomic<bool> signalled_{false};  // queue non-empty or poked
-  std::atomic<size_t> queued_{0};       // queue_.size()
   bool closed_ = false;
   std::string close_reason_;
 };
