@@ -146,24 +146,57 @@ def test_other_threads_run_while_a_rank_waits(path):
 def test_wrong_arguments_raise_instead_of_crashing():
     t = torch.ones(3)
     p = t.data_ptr()
+    tail = (t, None, t)  # keepalive, finish, result
     with pytest.raises(TypeError):
-        fast.allreduce(p, p, 3, 8, 1, b"x", 1.0, 1.0, -1, 0, None)  # 11 arguments
+        fast.allreduce(p, p, 3, 8, 1, b"x", 1.0, 1.0, -1, 0, None, None)  # 12 arguments
     with pytest.raises(TypeError):
-        fast.allreduce(p, p, 3, 8, 1, "not bytes", 1.0, 1.0, -1, 0, None, None)
+        fast.allreduce(p, p, 3, 8, 1, b"x", 1.0, 1.0, -1, 0, None, ["a"], *tail)
     with pytest.raises(TypeError):
-        fast.allreduce(p, p, 3, 8, 1, b"x", 1.0, 1.0, -1, 0, None, ["a"])
+        fast.allreduce(p, p, 3, 8, 1, b"x", 1.0, 1.0, -1, 0, None, 7, *tail)
     with pytest.raises(TypeError):
-        fast.allreduce(p, p, 3, 8, 1, b"x", 1.0, 1.0, -1, 0, None, 7)
+        fast.allreduce(p, p, "3", 8, 1, b"x", 1.0, 1.0, -1, 0, None, None, *tail)
     with pytest.raises(TypeError):
-        fast.broadcast(p, 3, 8, 0, b"x", -1, 0, "stream", None)
+        fast.broadcast(p, 3, 8, 0, b"x", -1, 0, "stream", None, *tail)
     with pytest.raises(TypeError):
         fast.wait("handle")
     with pytest.raises(ValueError, match="one length"):
-        fast.grouped_allreduce([p, p], [p], [3, 3], 8, 1, b"g", 1.0, 1.0, -1, 0, None, None)
+        fast.grouped_allreduce([p, p], [p], [3, 3], 8, 1, b"g", 1.0, 1.0, -1, 0, None, None,
+                               *tail)
     with pytest.raises(TypeError):
-        fast.grouped_allreduce(p, [p], [3], 8, 1, b"g", 1.0, 1.0, -1, 0, None, None)
+        fast.grouped_allreduce(p, [p], [3], 8, 1, b"g", 1.0, 1.0, -1, 0, None, None, *tail)
     with pytest.raises(TypeError):
-        fast.grouped_allreduce([p], [p], ["three"], 8, 1, b"g", 1.0, 1.0, -1, 0, None, None)
+        fast.grouped_allreduce([p], [p], ["three"], 8, 1, b"g", 1.0, 1.0, -1, 0, None, None,
+                               *tail)
     # An unknown handle is libhvd's error, returned as a negative status.
     assert fast.wait(123456789) == 2  # HVD_ERR_INVALID_ARGUMENT
     assert fast.poll(123456789) == -2
+    # No argument error left a name claimed or an operation registered.
+    assert not fast.name_taken((0, b"x")) and not fast.name_taken((0, b"g"))
+
+
+@pytest.mark.skipif(fast is None, reason="hvd._fastpath is not available")
+def test_names_of_any_type_are_encoded_as_python_does():
+    # str and bytes alike, anything else through str(): the same name on every rank.
+    for name in ("fp.name.str", b"fp.name.bytes", 12345):
+        out = ht.allreduce(torch.ones(2), op=ht.Sum, name=name)
+        assert torch.equal(out, torch.full((2,), float(hvd.size())))
+    h = ht.allreduce_async(torch.ones(2), name=777)
+    with pytest.raises(hvd.DuplicateNameError, match="777"):
+        ht.allreduce_async(torch.ones(2), name="777")
+    ht.synchronize(h)
+
+
+def test_handle_result_and_error_kept(path):
+    # The in-place result is the tensor itself; a failed operation raises the same
+    # error on every wait, and poll() says done.
+    t = torch.ones(3)
+    h = ht.allreduce_async_(t, op=ht.Sum, name=f"fp.same.{path}")
+    assert ht.synchronize(h) is t and h.wait() is t
+    shape = (2,) if hvd.rank() == 0 else (3,)
+    bad = ht.allreduce_async(torch.ones(shape), name=f"fp.bad.{path}")
+    with pytest.raises(hvd.MismatchError) as first:
+        bad.wait()
+    with pytest.raises(hvd.MismatchError) as second:
+        bad.wait()
+    assert first.value is second.value and bad.poll()
+    assert "pending" not in repr(h) and f"{h.raw}" in repr(h)

@@ -86,6 +86,35 @@ def test_kept_handles_waited_out_of_order_and_twice(session, gc_churn):
     settle("keep")
 
 
+def test_threads_waiting_on_one_handle_get_one_result(session):
+    # Rank 0 enqueues late, so every waiter below is inside its wait at once: one of
+    # them completes the operation, the others wait for it to, none calls libhvd with
+    # a handle already freed.
+    import time
+    for trial in range(3):
+        if hvd.rank() == 0:
+            time.sleep(0.2)
+        h = hvd_torch.allreduce_async(torch.full((64,), 1.0), op=hvd.Sum,
+                                      name=f"shared.wait.{trial}")
+        results, errors = [], []
+
+        def wait():
+            try:
+                results.append(h.wait())
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+        waiters = [threading.Thread(target=wait) for _ in range(4)]
+        for w in waiters:
+            w.start()
+        polls = [h.poll() for _ in range(50)]  # never an error while others wait
+        for w in waiters:
+            w.join(timeout=60)
+        assert not errors and len(results) == 4
+        assert all(r is results[0] for r in results) and h.poll()
+        assert torch.equal(results[0], torch.full((64,), float(hvd.size())))
+        assert all(isinstance(p, bool) for p in polls)
+
+
 def test_reaped_handles_are_released(session):
     for i in range(200):
         hvd.allreduce_async(np.ones(10), name=f"release.{i}")

@@ -1,44 +1,25 @@
 /* The per-call path of the Python binding in C: one call starts an allreduce, a grouped
- * allreduce or a broadcast, polls or waits for a handle, with the options and the shape
- * built on the C stack. Through ctypes the same call builds an options Structure and a shape array
- * in Python and converts every argument, several microseconds per tensor, which a
- * training step pays once per gradient.
+ * allreduce or a broadcast and returns its hvd.Handle (_handle.c), with the options and
+ * the shape built on the C stack and the name checked and registered in C. Through
+ * ctypes and Python the same call builds an options Structure, a shape array and two
+ * Python objects per operation, several microseconds per tensor, which a training step
+ * pays once per gradient.
  *
  * It does not link libhvd. hvd._library chooses and loads the library (HVD_LIBRARY,
  * the launcher's MPI build, ...) and bind() receives the addresses of the functions
  * used here from that very library, so the fast path and ctypes always call the same
  * runtime. Only include/hvd/hvd.h, the ABI, is shared at build time.
  *
- * Errors: a failing libhvd call returns its status as a negative number (handles are
- * never negative); the caller reads hvd_last_error() on the same thread, as after any
- * ctypes call. Wrong Python argument types raise TypeError/OverflowError. */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+ * Errors: a refused enqueue raises the HvdError that hvd.errors.check makes of its
+ * status (bind_errors() hands those functions over), read on the same thread as the
+ * failing call. poll() and wait() of a raw handle return statuses (negative for poll).
+ * Wrong Python argument types raise TypeError/OverflowError. */
+#include "_fastpath.h"
 
 #include <limits.h>
 #include <stdint.h>
 
-#include "hvd/hvd.h"
-
-typedef hvd_status_t (*allreduce_async_fn)(const void*, void*, int64_t, hvd_dtype_t,
-                                           hvd_reduce_op_t, const char*,
-                                           const hvd_op_options_t*, hvd_handle_t*);
-typedef hvd_status_t (*broadcast_async_fn)(void*, int64_t, hvd_dtype_t, int, const char*,
-                                           const hvd_op_options_t*, hvd_handle_t*);
-typedef hvd_status_t (*grouped_allreduce_async_fn)(int, const void* const*, void* const*,
-                                                   const int64_t*, hvd_dtype_t,
-                                                   hvd_reduce_op_t, const char*,
-                                                   const hvd_op_options_t*, hvd_handle_t*);
-typedef hvd_status_t (*poll_fn)(hvd_handle_t, int*);
-typedef hvd_status_t (*wait_fn)(hvd_handle_t);
-
-static struct {
-  allreduce_async_fn allreduce_async;
-  broadcast_async_fn broadcast_async;
-  grouped_allreduce_async_fn grouped_allreduce_async;
-  poll_fn poll;
-  wait_fn wait;
-} hvd;
+struct fastpath_library hvd;
 
 static int bound(void) {
   if (hvd.allreduce_async && hvd.broadcast_async && hvd.grouped_allreduce_async && hvd.poll &&
@@ -108,23 +89,49 @@ static int fill_options(hvd_op_options_t* options, int64_t dims[HVD_MAX_NDIM],
   return ok;
 }
 
-static int name_of(PyObject* name, const char** out) {
-  if (name == Py_None) {
-    *out = NULL;
-    return 1;
+/* A call's name: the UTF-8 bytes libhvd reads (a str is encoded, any other object
+ * but None and bytes goes through str()), and the (process set id, name) key the
+ * registry holds it by while the operation is pending. */
+struct call_name {
+  PyObject* bytes;  /* or NULL: an unnamed call */
+  PyObject* key;
+};
+
+static int name_begin(struct call_name* n, PyObject* name, PyObject* set_id) {
+  n->bytes = n->key = NULL;
+  if (name == Py_None) return 1;
+  if (PyBytes_Check(name)) {
+    n->bytes = Py_NewRef(name);
+  } else if (PyUnicode_Check(name)) {
+    n->bytes = PyUnicode_AsUTF8String(name);
+  } else {
+    PyObject* text = PyObject_Str(name);
+    n->bytes = text ? PyUnicode_AsUTF8String(text) : NULL;
+    Py_XDECREF(text);
   }
-  *out = PyBytes_AsString(name);
-  return *out != NULL;
+  if (!n->bytes) return 0;
+  n->key = PyTuple_Pack(2, set_id, n->bytes);
+  return n->key != NULL;
+}
+
+static const char* name_text(const struct call_name* n) {
+  return n->bytes ? PyBytes_AS_STRING(n->bytes) : NULL;
+}
+
+static void name_end(struct call_name* n) {
+  Py_CLEAR(n->bytes);
+  Py_CLEAR(n->key);
 }
 
 /* The arguments allreduce and grouped_allreduce end with: dtype, op, name, prescale,
  * postscale, device, set_id, stream, shape. */
-static int parse_reduction(PyObject* const* args, int* dtype, int* op, const char** name,
+static int parse_reduction(PyObject* const* args, int* dtype, int* op, struct call_name* name,
                            hvd_op_options_t* options, int64_t dims[HVD_MAX_NDIM]) {
   *dtype = (int)PyLong_AsLong(args[0]);
   *op = (int)PyLong_AsLong(args[1]);
-  return !PyErr_Occurred() && name_of(args[2], name) &&
-         fill_options(options, dims, args[3], args[4], args[5], args[6], args[7], args[8]);
+  return !PyErr_Occurred() &&
+         fill_options(options, dims, args[3], args[4], args[5], args[6], args[7], args[8]) &&
+         name_begin(name, args[2], args[6]);
 }
 
 /* Every enqueue's first checks: the argument count, and a bound library. */
@@ -136,65 +143,96 @@ static int begin_call(const char* function, Py_ssize_t nargs, Py_ssize_t want) {
   return bound();
 }
 
-static PyObject* handle_or_status(hvd_status_t status, hvd_handle_t handle) {
-  return PyLong_FromLongLong(status == HVD_SUCCESS ? (long long)handle : -(long long)status);
+/* The C functions' names, as errors and Handles show them (made once). */
+static PyObject* function_name(PyObject** cached, const char* text) {
+  if (!*cached) *cached = PyUnicode_InternFromString(text);
+  return *cached;
+}
+
+/* What every enqueue ends with: the Handle of an accepted operation, or the library's
+ * refusal raised. `tail`: keepalive, finish, result (see handle_new). */
+static PyObject* handle_or_raise(hvd_status_t status, hvd_handle_t handle,
+                                 const struct call_name* name, PyObject* function,
+                                 PyObject* const* tail) {
+  if (status != HVD_SUCCESS) return handle_raise_status(status, function);
+  return handle_new((long long)handle, name->key, function, tail[0], tail[1], tail[2], NULL);
 }
 
 /* allreduce(send, recv, count, dtype, op, name, prescale, postscale, device, set_id,
- *           stream, shape) -> handle, or -status */
+ *           stream, shape, keepalive, finish, result) -> Handle */
 static PyObject* fast_allreduce(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   (void)self;
-  if (!begin_call("allreduce", nargs, 12)) return NULL;
+  static PyObject* function;
+  if (!begin_call("allreduce", nargs, 15) || !function_name(&function, "hvd_allreduce"))
+    return NULL;
   hvd_op_options_t options = HVD_OP_OPTIONS_INITIALIZER;
   int64_t dims[HVD_MAX_NDIM];
-  const char* name;
+  struct call_name name = {NULL, NULL};
   int dtype, op;
   void* send = address_of(args[0]);
   void* recv = address_of(args[1]);
   long long count = PyLong_AsLongLong(args[2]);
-  if (PyErr_Occurred() || !parse_reduction(args + 3, &dtype, &op, &name, &options, dims))
-    return NULL;
-  hvd_handle_t handle = 0;
-  hvd_status_t status = hvd.allreduce_async(send, recv, (int64_t)count, (hvd_dtype_t)dtype,
-                                            (hvd_reduce_op_t)op, name, &options, &handle);
-  return handle_or_status(status, handle);
+  PyObject* result = NULL;
+  if (PyErr_Occurred()) return NULL;
+  if (parse_reduction(args + 3, &dtype, &op, &name, &options, dims) &&
+      handle_claim_name(name.key) == 0) {
+    hvd_handle_t handle = 0;
+    hvd_status_t status = hvd.allreduce_async(send, recv, (int64_t)count, (hvd_dtype_t)dtype,
+                                              (hvd_reduce_op_t)op, name_text(&name), &options,
+                                              &handle);
+    result = handle_or_raise(status, handle, &name, function, args + 12);
+  }
+  name_end(&name);
+  return result;
 }
 
-/* broadcast(buf, count, dtype, root_rank, name, device, set_id, stream, shape)
- *   -> handle, or -status */
+/* broadcast(buf, count, dtype, root_rank, name, device, set_id, stream, shape,
+ *           keepalive, finish, result) -> Handle */
 static PyObject* fast_broadcast(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   (void)self;
-  if (!begin_call("broadcast", nargs, 9)) return NULL;
+  static PyObject* function;
+  static PyObject* one = NULL;
+  if (!begin_call("broadcast", nargs, 12) || !function_name(&function, "hvd_broadcast"))
+    return NULL;
+  if (!one && !(one = PyFloat_FromDouble(1.0))) return NULL;
   hvd_op_options_t options = HVD_OP_OPTIONS_INITIALIZER;
   int64_t dims[HVD_MAX_NDIM];
-  const char* name;
-  static PyObject* one = NULL;
-  if (!one && !(one = PyFloat_FromDouble(1.0))) return NULL;
+  struct call_name name;
   void* buf = address_of(args[0]);
   long long count = PyLong_AsLongLong(args[1]);
   int dtype = (int)PyLong_AsLong(args[2]);
   int root = (int)PyLong_AsLong(args[3]);
-  if (PyErr_Occurred() || !name_of(args[4], &name) ||
-      !fill_options(&options, dims, one, one, args[5], args[6], args[7], args[8]))
+  PyObject* result = NULL;
+  if (PyErr_Occurred() ||
+      !fill_options(&options, dims, one, one, args[5], args[6], args[7], args[8]) ||
+      !name_begin(&name, args[4], args[6]))
     return NULL;
-  hvd_handle_t handle = 0;
-  hvd_status_t status = hvd.broadcast_async(buf, (int64_t)count, (hvd_dtype_t)dtype, root,
-                                            name, &options, &handle);
-  return handle_or_status(status, handle);
+  if (handle_claim_name(name.key) == 0) {
+    hvd_handle_t handle = 0;
+    hvd_status_t status = hvd.broadcast_async(buf, (int64_t)count, (hvd_dtype_t)dtype, root,
+                                              name_text(&name), &options, &handle);
+    result = handle_or_raise(status, handle, &name, function, args + 9);
+  }
+  name_end(&name);
+  return result;
 }
 
 /* grouped_allreduce(sends, recvs, counts, dtype, op, name, prescale, postscale, device,
- *                   set_id, stream, shape) -> handle, or -status. sends, recvs, counts:
- * sequences of one length (addresses and element counts); shape: the shape of a group
- * of one, or None. */
+ *                   set_id, stream, shape, keepalive, finish, result) -> Handle.
+ * sends, recvs, counts: sequences of one length (addresses and element counts); shape:
+ * the shape of a group of one, or None. */
 static PyObject* fast_grouped_allreduce(PyObject* self, PyObject* const* args,
                                         Py_ssize_t nargs) {
   (void)self;
-  if (!begin_call("grouped_allreduce", nargs, 12)) return NULL;
+  static PyObject* function;
+  if (!begin_call("grouped_allreduce", nargs, 15) ||
+      !function_name(&function, "hvd_grouped_allreduce"))
+    return NULL;
   PyObject* seqs[3] = {NULL, NULL, NULL};
   void** sends = NULL;
   int64_t* counts = NULL;
   PyObject* result = NULL;
+  struct call_name name = {NULL, NULL};
   static const char* what[3] = {"sends must be a sequence of addresses",
                                 "recvs must be a sequence of addresses",
                                 "counts must be a sequence of ints"};
@@ -224,15 +262,17 @@ static PyObject* fast_grouped_allreduce(PyObject* self, PyObject* const* args,
   }
   hvd_op_options_t options = HVD_OP_OPTIONS_INITIALIZER;
   int64_t dims[HVD_MAX_NDIM];
-  const char* name;
   int dtype, op;
-  if (!parse_reduction(args + 3, &dtype, &op, &name, &options, dims)) goto done;
+  if (!parse_reduction(args + 3, &dtype, &op, &name, &options, dims) ||
+      handle_claim_name(name.key) < 0)
+    goto done;
   hvd_handle_t handle = 0;
   hvd_status_t status = hvd.grouped_allreduce_async(
       (int)n, (const void* const*)sends, (void* const*)(sends + n), counts, (hvd_dtype_t)dtype,
-      (hvd_reduce_op_t)op, name, &options, &handle);
-  result = handle_or_status(status, handle);
+      (hvd_reduce_op_t)op, name_text(&name), &options, &handle);
+  result = handle_or_raise(status, handle, &name, function, args + 12);
 done:
+  name_end(&name);
   PyMem_Free(sends);
   PyMem_Free(counts);
   for (int k = 0; k < 3; ++k) Py_XDECREF(seqs[k]);
@@ -269,13 +309,13 @@ static PyMethodDef methods[] = {
      "loaded libhvd's functions"},
     {"allreduce", (PyCFunction)(void (*)(void))fast_allreduce, METH_FASTCALL,
      "allreduce(send, recv, count, dtype, op, name, prescale, postscale, device, set_id, "
-     "stream, shape) -> handle, or -status"},
+     "stream, shape, keepalive, finish, result) -> Handle"},
     {"broadcast", (PyCFunction)(void (*)(void))fast_broadcast, METH_FASTCALL,
-     "broadcast(buf, count, dtype, root_rank, name, device, set_id, stream, shape) -> "
-     "handle, or -status"},
+     "broadcast(buf, count, dtype, root_rank, name, device, set_id, stream, shape, "
+     "keepalive, finish, result) -> Handle"},
     {"grouped_allreduce", (PyCFunction)(void (*)(void))fast_grouped_allreduce, METH_FASTCALL,
      "grouped_allreduce(sends, recvs, counts, dtype, op, name, prescale, postscale, device, "
-     "set_id, stream, shape) -> handle, or -status"},
+     "set_id, stream, shape, keepalive, finish, result) -> Handle"},
     {"poll", fast_poll, METH_O, "poll(handle) -> 1 done, 0 running, or -status"},
     {"wait", fast_wait, METH_O, "wait(handle) -> status (the GIL is released meanwhile)"},
     {NULL, NULL, 0, NULL},
@@ -287,4 +327,12 @@ static struct PyModuleDef module = {
     NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__fastpath(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__fastpath(void) {
+  PyObject* m = PyModule_Create(&module);
+  if (!m) return NULL;
+  if (PyModule_AddFunctions(m, handle_module_methods) < 0 || handle_module_init(m) < 0) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  return m;
+}

@@ -1,0 +1,52 @@
+/* What the two files of hvd._fastpath share: the libhvd functions bind() received
+ * (_fastpath.c), and the Handle and the registry of operations in flight
+ * (_handle.c). */
+#pragma once
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "hvd/hvd.h"
+
+typedef hvd_status_t (*allreduce_async_fn)(const void*, void*, int64_t, hvd_dtype_t,
+                                           hvd_reduce_op_t, const char*,
+                                           const hvd_op_options_t*, hvd_handle_t*);
+typedef hvd_status_t (*broadcast_async_fn)(void*, int64_t, hvd_dtype_t, int, const char*,
+                                           const hvd_op_options_t*, hvd_handle_t*);
+typedef hvd_status_t (*grouped_allreduce_async_fn)(int, const void* const*, void* const*,
+                                                   const int64_t*, hvd_dtype_t,
+                                                   hvd_reduce_op_t, const char*,
+                                                   const hvd_op_options_t*, hvd_handle_t*);
+typedef hvd_status_t (*poll_fn)(hvd_handle_t, int*);
+typedef hvd_status_t (*wait_fn)(hvd_handle_t);
+
+/* The loaded libhvd's functions (see bind() in _fastpath.c). */
+struct fastpath_library {
+  allreduce_async_fn allreduce_async;
+  broadcast_async_fn broadcast_async;
+  grouped_allreduce_async_fn grouped_allreduce_async;
+  poll_fn poll;
+  wait_fn wait;
+};
+extern struct fastpath_library hvd;
+
+/* Sets the registry up (module init); 0 on success, -1 with an exception set. */
+int handle_module_init(PyObject* module);
+
+/* The check before an enqueue: no operation of this process holds `key` (a
+ * (process set id, name) tuple, or NULL for an unnamed operation). Also reaps
+ * completed operations whose Handle was dropped. 0, or -1 with an exception set
+ * (DuplicateNameError for a taken name). */
+int handle_claim_name(PyObject* key);
+
+/* A Handle for an operation libhvd accepted as `raw`, registered in flight. It keeps
+ * `keepalive` until the operation completed; its result is finish() (a callable), or
+ * `result` where finish is None; `cleanup` (or None) runs once it completed. `function`
+ * names the C call in errors. New reference, or NULL with an exception set. */
+PyObject* handle_new(long long raw, PyObject* key, PyObject* function, PyObject* keepalive,
+                     PyObject* finish, PyObject* result, PyObject* cleanup);
+
+/* Raises the HvdError of a failed libhvd call (hvd.errors.check). Returns NULL. */
+PyObject* handle_raise_status(hvd_status_t status, PyObject* function);
+
+extern PyMethodDef handle_module_methods[];
