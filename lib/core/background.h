@@ -47,6 +47,9 @@ class BackgroundLoop {
   void wait_for_round();
   // Returns true if a doorbell for the next round (or a later one) arrived.
   bool poll_doorbell();
+  // poll_doorbell(); when it rang and this rank has nothing for the round but has just
+  // completed work, first waits briefly for its own next request (see the .cpp).
+  bool doorbell_rang();
   void ring_doorbells();
   Error run_round(bool* shutdown);
   // Waits while this rank's queue is still growing fast (HVD_BURST_GAP_US).
@@ -101,6 +104,8 @@ class BackgroundLoop {
   double last_round_end_ = 0;
   double last_progress_ = 0;  // end of the last round that ran or negotiated something
   size_t last_lone_hash_ = 0;  // key hash of the last running round's only tensor, or 0
+  uint64_t completed_ = 0;      // local requests completed, ever
+  bool last_round_completed_ = false;  // the last round completed some of them
 
   MPI_Request doorbell_request_ = MPI_REQUEST_NULL;
   int64_t doorbell_value_ = 0;
