@@ -9,6 +9,7 @@ wrapped optimizer's update.
 With op=Adasum the same hook runs the wrapped optimizer on that parameter's local
 gradient and reduces the change it made instead (_DistributedAdasumOptimizer).
 """
+import collections
 import os
 import warnings
 from contextlib import contextmanager
@@ -40,6 +41,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self.sparse_as_dense = sparse_as_dense
         self.process_set = process_set
         self._parameter_names = self._name_parameters(named_parameters)
+        # The allreduce's name per parameter, made once (a hook runs per gradient).
+        self._reduce_names = {p: f"allreduce.{n}" for p, n in self._parameter_names.items()}
         self._groups = self._make_groups(groups)
         self._group_of = {p: g for g, members in enumerate(self._groups) for p in members}
         self._group_launched = set()
@@ -89,8 +92,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if any(not isinstance(item, tuple) or len(item) != 2 for item in named):
             raise ValueError("named_parameters must be a sequence of (name, parameter) tuples, "
                              "as model.named_parameters() gives")
-        names = [n for n, _ in named]
-        dups = sorted({n for n in names if names.count(n) > 1})
+        counts = collections.Counter(n for n, _ in named)
+        dups = sorted(n for n, c in counts.items() if c > 1)
         if dups:
             raise ValueError(f"named_parameters has duplicate names: {', '.join(dups)}")
         by_param = {p: n for n, p in named}
@@ -136,25 +139,29 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             self._grad_accs.append(grad_acc)
 
     def _make_hook(self, p):
+        # Runs once per gradient per backward pass: each lookup here is paid a thousand
+        # times a step by a model of a thousand tensors.
         def hook(*_):
-            first_pass = self._allreduce_delay[p] == self.backward_passes_per_step
-            if self._ready_order is not None and first_pass:
+            delay = self._allreduce_delay[p]
+            if self._ready_order is not None and delay == self.backward_passes_per_step:
                 self._ready_order.append(p)  # ready in the first step, in this order
-            if p in self._handles and self._handles[p][0] is not None:
-                if self._allreduce_delay[p] <= 0:
-                    raise AssertionError(
-                        "gradients were computed more than backward_passes_per_step times "
-                        "before step(); raise backward_passes_per_step to accumulate "
-                        "gradients locally")
-            self._allreduce_delay[p] -= 1
-            entry = (None, None)
-            if self._allreduce_delay[p] == 0:
-                if p in self._group_of:
-                    self._handles[p] = entry
-                    self._maybe_launch_group(self._group_of[p])
-                    return
-                entry = self._allreduce_grad_async(p)
-            self._handles[p] = entry
+            handles = self._handles
+            if delay <= 0 and handles.get(p, (None,))[0] is not None:
+                raise AssertionError(
+                    "gradients were computed more than backward_passes_per_step times "
+                    "before step(); raise backward_passes_per_step to accumulate "
+                    "gradients locally")
+            delay -= 1
+            self._allreduce_delay[p] = delay
+            if delay != 0:
+                handles[p] = (None, None)
+                return
+            group = self._group_of.get(p)
+            if group is not None:
+                handles[p] = (None, None)
+                self._maybe_launch_group(group)
+                return
+            handles[p] = self._allreduce_grad_async(p)
         return hook
 
     def _make_bucket_views(self, order):
@@ -212,14 +219,19 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def _dense_grad(self, p):
         """The dense tensor to reduce in place for p's gradient, and the callable that
-        puts the reduced values back into p.grad. A sparse gradient (sparse_as_dense,
+        puts the reduced values back into p.grad (None where the tensor is p.grad
+        itself). A sparse gradient (sparse_as_dense,
         or a member of a group) is reduced densely and stored back as sparse, as the
         optimizers that take sparse gradients (SparseAdam) expect."""
-        self._attach_bucket_view(p)
-        if p.grad is None:
+        if self._bucket_views:
+            self._attach_bucket_view(p)
+        grad = p.grad
+        if grad is None:
             # Another rank may have a gradient for it (a branch this rank skipped).
-            p.grad = torch.zeros_like(p, memory_format=torch.contiguous_format)
-        sparse = p.grad.is_sparse
+            grad = p.grad = torch.zeros_like(p, memory_format=torch.contiguous_format)
+        sparse = grad.is_sparse
+        if not sparse and self._compression is Compression.none:
+            return grad, None  # reduced in place: nothing to write back
         compressed, ctx = self._compression.compress(p.grad.to_dense() if sparse else p.grad)
 
         def write_back(_):
@@ -231,8 +243,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return compressed, write_back
 
     def _allreduce_grad_async(self, p):
-        name = f"allreduce.{self._parameter_names[p]}"
-        if p.grad is not None and p.grad.is_sparse and not self.sparse_as_dense:
+        name = self._reduce_names[p]
+        grad = p.grad
+        if grad is not None and grad.is_sparse and not self.sparse_as_dense:
             # Horovod's way: allgather the indices and values of every rank.
             handle = sparse_allreduce_async(p.grad, name=name, op=self.op,
                                             process_set=self.process_set)
@@ -277,7 +290,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         for g in range(len(self._groups)):
             self._maybe_launch_group(g, force=True)
         for p, (handle, write_back) in self._handles.items():
-            write_back(synchronize(handle))
+            reduced = synchronize(handle)
+            if write_back is not None:  # None: reduced in place (_dense_grad)
+                write_back(reduced)
             self._allreduce_delay[p] = self.backward_passes_per_step
         self._handles.clear()
         self._group_launched.clear()
