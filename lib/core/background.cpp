@@ -532,13 +532,14 @@ void BackgroundLoop::let_burst_finish() {
   // 1000-tensor step split into up to 70 rounds and its pushes slowed ten-fold. So a
   // round that finds requests first naps (giving the core back) for as long as the
   // queue keeps growing, at most the cycle time. A lone request for the tensor that
-  // the last round ran alone (a loop of one allreduce, a loss, a metric) goes at once.
+  // the last round ran alone (a loop of one allreduce, a loss, a metric, named or not)
+  // goes at once.
   // The queue's lock is taken once per nap, not per push: pushes pay nothing for this.
   const int64_t gap_us = rt_.params.burst_gap_us;
-  size_t only_key_hash = 0;
-  size_t seen = rt_.queue.queued(&only_key_hash);
+  size_t only_identity = 0;
+  size_t seen = rt_.queue.queued(&only_identity);
   if (seen == 0 || gap_us <= 0 || cycle_time_ms_ <= 0) return;
-  if (seen == 1 && last_lone_hash_ != 0 && only_key_hash == last_lone_hash_) return;
+  if (seen == 1 && last_lone_identity_ != 0 && only_identity == last_lone_identity_) return;
   const double until = now_seconds() + cycle_time_ms_ * 1e-3;
   const int64_t nap_us = std::min<int64_t>(gap_us, static_cast<int64_t>(std::ceil(cycle_time_ms_ * 1e3)));
   do {
@@ -628,7 +629,10 @@ Error BackgroundLoop::run_round(bool* shutdown) {
   const bool ran_something = ready_count > 0;
   if (ran_something) {
     const Response& first = ready_[0];
-    last_lone_hash_ = ready_count > 1 ? 0 : TensorKeyRef(first.key, first.key_hash).hash;
+    last_lone_identity_ =
+        ready_count > 1
+            ? 0
+            : repeat_identity(first.name, TensorKeyRef(first.key, first.key_hash).hash, first.spec);
   }
   bool carried = false;  // the round's payload completed a tensor
   if (ready_count > 0) {

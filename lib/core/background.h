@@ -103,7 +103,8 @@ class BackgroundLoop {
   int64_t round_ = 0;
   double last_round_end_ = 0;
   double last_progress_ = 0;  // end of the last round that ran or negotiated something
-  size_t last_lone_hash_ = 0;  // key hash of the last running round's only tensor, or 0
+  // repeat_identity of the last running round's only tensor, or 0
+  size_t last_lone_identity_ = 0;
   uint64_t completed_ = 0;      // local requests completed, ever
   bool last_round_completed_ = false;  // the last round completed some of them
 

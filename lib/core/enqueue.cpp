@@ -74,7 +74,7 @@ std::string auto_name(Runtime& rt, const char* op, int32_t process_set) {
     std::lock_guard<std::mutex> lock(rt.auto_name_mutex);
     n = rt.auto_name_counters[process_set]++;
   }
-  return std::string(op) + ".noname." + std::to_string(n);
+  return std::string(op) + kAutoNameInfix + std::to_string(n);
 }
 
 }  // namespace hvd

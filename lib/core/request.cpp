@@ -69,6 +69,21 @@ int64_t TensorSpec::num_elements() const {
   return shape.empty() ? 0 : n;
 }
 
+size_t repeat_identity(const std::string& name, size_t key_hash, const TensorSpec& spec) {
+  if (name.find(kAutoNameInfix) == std::string::npos) return key_hash ? key_hash : 1;
+  // A metric or loss averaged without a name: the same call every step.
+  constexpr uint64_t kMul = 0x9e3779b97f4a7c15ull;
+  uint64_t h = kMul;
+  for (uint64_t part : {static_cast<uint64_t>(spec.op), static_cast<uint64_t>(spec.dtype),
+                        static_cast<uint64_t>(spec.reduce_op),
+                        static_cast<uint64_t>(spec.num_elements()),
+                        static_cast<uint64_t>(static_cast<uint32_t>(spec.process_set))}) {
+    h = (h ^ part) * kMul;
+    h ^= h >> 29;
+  }
+  return static_cast<size_t>(h | 1);
+}
+
 double now_seconds() {
   using namespace std::chrono;
   return duration<double>(steady_clock::now().time_since_epoch()).count();

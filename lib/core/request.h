@@ -73,6 +73,15 @@ struct Request {
   size_t key_hash = 0;
 };
 
+// Names libhvd gives unnamed calls: "<op>.noname.<n>", n counting per process set
+// (Horovod's form), so a new name every call.
+inline constexpr const char* kAutoNameInfix = ".noname.";
+
+// What the burst wait compares to tell a call repeated alone (core/background.cpp):
+// the tensor's key hash, or for a name libhvd made up (new every call) the kind of
+// call: operation, element type, reduction, element count and process set. Never 0.
+size_t repeat_identity(const std::string& name, size_t key_hash, const TensorSpec& spec);
+
 double now_seconds();
 int64_t monotonic_ns();  // the clock of now_seconds, in nanoseconds
 

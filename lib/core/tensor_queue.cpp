@@ -154,9 +154,12 @@ void TensorQueue::close(const std::string& reason) {
   close_reason_ = reason;
 }
 
-size_t TensorQueue::queued(size_t* only_key_hash) {
+size_t TensorQueue::queued(size_t* only_identity) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (only_key_hash) *only_key_hash = queue_.size() == 1 ? queue_.front().key_hash : 0;
+  if (only_identity) {
+    const Request* only = queue_.size() == 1 ? &queue_.front() : nullptr;
+    *only_identity = only ? repeat_identity(only->name, only->key_hash, only->spec) : 0;
+  }
   return queue_.size();
 }
 

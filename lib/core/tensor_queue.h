@@ -43,9 +43,9 @@ class TensorQueue {
   // Lock-free check for the background thread's short spin: true when wait() would
   // return at once.
   bool ready() const { return signalled_.load(std::memory_order_acquire); }
-  // Requests pushed since the last drain; with only_key_hash, also the key hash of the
-  // only one (0 when there are none or several).
-  size_t queued(size_t* only_key_hash = nullptr);
+  // Requests pushed since the last drain; with only_identity, also the
+  // repeat_identity (core/request.h) of the only one (0 when there are none or several).
+  size_t queued(size_t* only_identity = nullptr);
 
   // Rejects further pushes with HVD_ERR_SHUT_DOWN; drain() still returns what is left.
   void close(const std::string& reason);

@@ -2,7 +2,7 @@
 /* Bursts (HVD_BURST_GAP_US): while a rank's requests keep arriving, the background
  * thread waits for the rest of the burst, so that one negotiation round and one fused
  * collective take it whole; a lone repeat of the last round's only tensor does not
- * wait. The gap is made long here (hundreds of milliseconds) and the pushes a few
+ * wait, named or not. The gap is made long here (hundreds of milliseconds) and the pushes a few
  * milliseconds apart, so what is checked does not depend on how fast the machine is:
  * without the wait, each push would start a round of its own. */
 #include <mpi.h>
@@ -82,6 +82,32 @@ static void a_lone_repeat_does_not_wait(void** state) {
   if (elapsed >= 2.0) fail_msg("10 lone repeated allreduces took %.2f s: they napped", elapsed);
 }
 
+/* The same loop without a name: libhvd names each call anew ("allreduce.noname.<n>"),
+ * and the repeat is the same kind of call (operation, type, count, set). A call of
+ * another kind after it is not a repeat and may wait; the loop after that is again. */
+static void an_unnamed_lone_repeat_does_not_wait(void** state) {
+  (void)state;
+  reinit("400000");
+  float x[4] = {1, 2, 3, 4};
+  double y[2] = {0, 0};
+  assert_hvd_ok(hvd_allreduce(x, x, 4, HVD_FLOAT32, HVD_OP_MAX, NULL));
+  double start = MPI_Wtime();
+  for (int k = 0; k < 10; ++k) {
+    for (int i = 0; i < 4; ++i) x[i] = (float)(hvd_rank() * 10 + i);
+    assert_hvd_ok(hvd_allreduce(x, x, 4, HVD_FLOAT32, HVD_OP_MAX, NULL));
+    for (int i = 0; i < 4; ++i) assert_true(x[i] == (float)((hvd_size() - 1) * 10 + i));
+  }
+  double elapsed = MPI_Wtime() - start;
+  if (elapsed >= 2.0)
+    fail_msg("10 unnamed lone repeated allreduces took %.2f s: they napped", elapsed);
+  assert_hvd_ok(hvd_allreduce(y, y, 2, HVD_FLOAT64, HVD_OP_SUM, NULL)); /* another kind */
+  start = MPI_Wtime();
+  for (int k = 0; k < 10; ++k) assert_hvd_ok(hvd_allreduce(y, y, 2, HVD_FLOAT64, HVD_OP_SUM, NULL));
+  elapsed = MPI_Wtime() - start;
+  if (elapsed >= 2.0)
+    fail_msg("10 unnamed lone repeats of a new kind took %.2f s: they napped", elapsed);
+}
+
 /* Ranks whose bursts differ in length and timing still agree, and nothing is lost. */
 static void ranks_with_different_bursts(void** state) {
   (void)state;
@@ -111,6 +137,7 @@ int main(void) {
       cmocka_unit_test(a_slow_burst_is_one_collective),
       cmocka_unit_test(without_the_wait_the_burst_is_split),
       cmocka_unit_test(a_lone_repeat_does_not_wait),
+      cmocka_unit_test(an_unnamed_lone_repeat_does_not_wait),
       cmocka_unit_test(ranks_with_different_bursts),
   };
   return cmocka_run_group_tests_name("burst", tests, tu_group_init, tu_group_shutdown);
