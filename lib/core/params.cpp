@@ -171,7 +171,9 @@ const std::vector<ParamDef>& defs() {
       P_INT("HVD_BURST_GAP_US", burst_gap_us, 50, 0, 1000000,
             "A round that finds new requests naps this long, and again while more keep "
             "arriving (at most the cycle time), so that one round takes a burst whole; "
-            "a lone repeat of the last round's only tensor goes at once (0: no naps)"),
+            "a lone repeat of the last round's only tensor goes at once. Also how long a "
+            "rank rung by a peer with nothing queued, just after completing work, waits "
+            "for its own next request (0: neither)"),
       P_INT("HVD_POLL_US", poll_us, 200, 1, 1000000,
             "Longest sleep between polls while an operation is in flight"),
       P_INT("HVD_IDLE_POLL_MS", idle_poll_ms, 5, 1, 60000,
