@@ -200,3 +200,33 @@ def test_handle_result_and_error_kept(path):
         bad.wait()
     assert first.value is second.value and bad.poll()
     assert "pending" not in repr(h) and f"{h.raw}" in repr(h)
+
+
+def test_inplace_allreduce_of_every_kind_of_tensor(path):
+    # The C path takes dense contiguous host tensors of libhvd's types and hands every
+    # other case to the Python path: each kind gives the same result either way.
+    n = hvd.size()
+    base = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    cases = {
+        "contiguous": base.clone(),
+        "parameter": torch.nn.Parameter(base.clone(), requires_grad=False),  # a subclass
+        "strided": base.clone().t(),                # not contiguous: copied and back
+        "int64": torch.arange(5, dtype=torch.int64),
+        "float16": torch.ones(6, dtype=torch.float16),
+        "scalar": torch.tensor(3.0),
+    }
+    for label, t in cases.items():
+        expected = t.clone() * n
+        out = ht.synchronize(ht.allreduce_async_(t, op=ht.Sum, name=f"fp.kind.{label}.{path}"))
+        assert out is t and torch.equal(t, expected), label
+    with pytest.raises(TypeError, match="element type"):
+        ht.allreduce_async_(torch.ones(2, dtype=torch.complex64), name=f"fp.complex.{path}")
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        ht.allreduce_async_(np.ones(2), name=f"fp.numpy.{path}")
+    with pytest.raises(TypeError, match="sparse"):
+        ht.allreduce_async_(torch.eye(2).to_sparse(), name=f"fp.sparse.{path}")
+    # Averaged with scales, on the global set named explicitly.
+    t = torch.full((4,), float(hvd.rank() + 1))
+    ht.synchronize(ht.allreduce_async_(t, name=f"fp.avg.{path}", prescale_factor=2.0,
+                                       postscale_factor=0.5, process_set=hvd.global_process_set))
+    assert torch.allclose(t, torch.full((4,), (n + 1) / 2.0))

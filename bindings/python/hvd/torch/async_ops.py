@@ -96,19 +96,25 @@ def _contiguous_inplace(tensor):
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                      postscale_factor=1.0, process_set=None):
     """Starts an in-place allreduce of `tensor`; synchronize(handle) returns it."""
-    # An optimizer calls this once per gradient: the common case (a contiguous host
-    # tensor, default options) takes no helper call and no closure.
-    _check_tensor(tensor, "allreduce_async_")
     op = Average if average is None and op is None else \
         _resolve_op(average, op, "allreduce_async_")
-    if tensor.is_contiguous():
-        opts = _options(tensor, process_set, prescale_factor, postscale_factor)
-        ptr = tensor.data_ptr()
-        return _raw.allreduce(ptr, ptr, tensor.numel(), _dtype_code(tensor), op, name, opts,
-                              tensor, None, shape=tensor.shape, result=tensor)
+    fast = _raw.fast
+    if fast is not None:
+        # An optimizer calls this once per gradient: the common case (a dense,
+        # contiguous host tensor) is read and enqueued in one C call; None: another case.
+        handle = fast.tensor_allreduce_(
+            tensor, name, op, prescale_factor, postscale_factor,
+            _capi.HVD_GLOBAL_PROCESS_SET if process_set is None
+            else process_set_id(process_set), _DTYPES)
+        if handle is not None:
+            return handle
+    _check_tensor(tensor, "allreduce_async_")
     buf, finish = _contiguous_inplace(tensor)
     opts = _options(buf, process_set, prescale_factor, postscale_factor)
     ptr = buf.data_ptr()
+    if buf is tensor:
+        return _raw.allreduce(ptr, ptr, buf.numel(), _dtype_code(buf), op, name, opts, tensor,
+                              None, shape=buf.shape, result=tensor)
     return _raw.allreduce(ptr, ptr, buf.numel(), _dtype_code(buf), op, name, opts,
                           (tensor, buf), finish, shape=buf.shape)
 
