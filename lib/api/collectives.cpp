@@ -177,6 +177,7 @@ HVD_API hvd_status_t hvd_wait(hvd_handle_t handle) {
   HVD_API_GUARD({
     auto state = handle_table().take(handle);
     if (!state) return fail(unknown_handle("hvd_wait", handle));
+    hurry(*state.get());
     state->wait(wait_spin_us());
     return finish(state->result());
   })

@@ -531,9 +531,13 @@ void BackgroundLoop::let_burst_finish() {
   // found, sleeps again, and the next push wakes it again: measured on the lab, a
   // 1000-tensor step split into up to 70 rounds and its pushes slowed ten-fold. So a
   // round that finds requests first naps (giving the core back) for as long as the
-  // queue keeps growing, at most the cycle time. A lone request for the tensor that
-  // the last round ran alone (a loop of one allreduce, a loss, a metric, named or not)
-  // goes at once.
+  // queue keeps growing, at most the cycle time, and not once a caller waits for one
+  // of them (TensorQueue::flush: whoever waits has finished its burst). Each nap is a
+  // gap longer than the last: fewer wake-ups in a long burst (a Python backward pass
+  // pushes a gradient every 10-30 us for milliseconds), and the overshoot a long nap
+  // would add at the burst's end is what the caller's wait cuts off. A lone request
+  // for the tensor that the last round ran alone (a loop of one allreduce, a loss, a
+  // metric, named or not) goes at once.
   // The queue's lock is taken once per nap, not per push: pushes pay nothing for this.
   const int64_t gap_us = rt_.params.burst_gap_us;
   size_t only_identity = 0;
@@ -541,12 +545,15 @@ void BackgroundLoop::let_burst_finish() {
   if (seen == 0 || gap_us <= 0 || cycle_time_ms_ <= 0) return;
   if (seen == 1 && last_lone_identity_ != 0 && only_identity == last_lone_identity_) return;
   const double until = now_seconds() + cycle_time_ms_ * 1e-3;
-  const int64_t nap_us = std::min<int64_t>(gap_us, static_cast<int64_t>(std::ceil(cycle_time_ms_ * 1e3)));
+  int64_t nap_us = gap_us;
   do {
-    sleep_us(nap_us);
+    const int64_t left_us = static_cast<int64_t>(std::ceil((until - now_seconds()) * 1e6));
+    if (rt_.queue.nap_unless_flushed(std::clamp<int64_t>(nap_us, 1, std::max<int64_t>(left_us, 1))))
+      return;  // a caller waits: its burst is over
     const size_t queued = rt_.queue.queued();
     if (queued <= seen) return;  // only this thread drains, so the count only grows
     seen = queued;
+    nap_us += gap_us;
   } while (now_seconds() < until);
 }
 

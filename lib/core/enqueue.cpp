@@ -57,6 +57,13 @@ std::atomic<int64_t> g_wait_spin_us{0};
 void set_wait_spin_us(int64_t spin_us) { g_wait_spin_us.store(spin_us, std::memory_order_relaxed); }
 int64_t wait_spin_us() { return g_wait_spin_us.load(std::memory_order_relaxed); }
 
+void hurry(const HandleState& state) {
+  if (state.done()) return;
+  // The runtime, if any, is the one that queued it (a handle of an earlier one was
+  // completed by its shutdown); the queue checks that the operation is still queued.
+  if (auto rt = current_runtime()) rt->queue.flush(state.queued_at());
+}
+
 Error wait_handle(hvd_handle_t handle, int64_t spin_us) {
   auto state = handle_table().take(handle);
   if (!state)
@@ -64,6 +71,7 @@ Error wait_handle(hvd_handle_t handle, int64_t spin_us) {
                       "unknown handle %lld: it was never returned by libhvd, or was already "
                       "waited for",
                       static_cast<long long>(handle));
+  hurry(*state.get());
   state->wait(spin_us);
   return state->result();
 }

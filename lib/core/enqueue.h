@@ -26,6 +26,10 @@ HandleTable& handle_table();
 void set_wait_spin_us(int64_t spin_us);
 int64_t wait_spin_us();
 
+// Before a caller blocks on an operation: if it is still queued, the background thread
+// stops waiting for the rest of a burst (the caller's burst is over) and takes it now.
+void hurry(const HandleState& state);
+
 // Blocks until the handle completes and releases it; returns its result.
 // spin_us: how long to poll before sleeping.
 Error wait_handle(hvd_handle_t handle, int64_t spin_us);

@@ -34,6 +34,9 @@ class HandleState {
   // The tensor waited on, for step accounting (set at enqueue, before the handle is
   // published, only while step accounting is on).
   void set_name(const std::string& name) { name_ = name; }
+  // TensorQueue::drains() when the operation was queued (set by the queue's push).
+  void set_queued_at(uint64_t drains) { queued_at_.store(drains, std::memory_order_relaxed); }
+  uint64_t queued_at() const { return queued_at_.load(std::memory_order_relaxed); }
   Error result() const;
 
   // Device operations: once queued on the device, the background thread publishes how
@@ -50,6 +53,7 @@ class HandleState {
   void reset(int parts);
 
   std::atomic<bool> queued_{false};
+  std::atomic<uint64_t> queued_at_{0};
   StreamWaiter waiter_;  // guarded by mutex_
   std::atomic<int> remaining_{1};
   std::atomic<int> done_{0};

@@ -35,8 +35,10 @@ Error TensorQueue::push(std::vector<Request>&& requests) {
                           "its handle before reusing the name, or give this one another name",
                           r.name.c_str());
     }
+    const uint64_t drains = drains_.load(std::memory_order_relaxed);
     for (Request& r : requests) {
       insert_in_flight(r);  // checked above: not in flight
+      if (r.handle) r.handle->set_queued_at(drains);
       queue_.push_back(std::move(r));
     }
     signalled_.store(true, std::memory_order_release);
@@ -65,6 +67,7 @@ Error TensorQueue::push(Request&& request, std::string* spare_name) {
                         "a tensor named '%s' is already in flight on this rank; wait for "
                         "its handle before reusing the name, or give this one another name",
                         request.name.c_str());
+    if (request.handle) request.handle->set_queued_at(drains_.load(std::memory_order_relaxed));
     queue_.push_back(std::move(request));
     if (spare_name && spare_name->capacity() <= kInlineCapacity && !spare_names_.empty()) {
       spare_name->swap(spare_names_.back());
@@ -99,6 +102,8 @@ void TensorQueue::erase_in_flight(const TensorKeyRef& key) {
 void TensorQueue::drain(std::vector<Request>* out) {
   std::lock_guard<std::mutex> lock(mutex_);
   poked_ = false;
+  flushed_ = false;
+  drains_.fetch_add(1, std::memory_order_release);
   signalled_.store(false, std::memory_order_release);
   if (out->empty()) {
     out->swap(queue_);  // both vectors keep their capacity for the next rounds
@@ -137,6 +142,26 @@ bool TensorQueue::wait(int64_t timeout_us) {
                [&] { return !queue_.empty() || poked_; });
   sleeping_ = false;
   return !queue_.empty() || poked_;
+}
+
+void TensorQueue::flush(uint64_t queued_at) {
+  if (drains() != queued_at) return;  // taken already: nothing to hurry
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (drains_.load(std::memory_order_relaxed) != queued_at || flushed_) return;
+    flushed_ = true;
+    if (!napping_) return;
+  }
+  flush_cv_.notify_one();
+}
+
+bool TensorQueue::nap_unless_flushed(int64_t timeout_us) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (flushed_) return true;
+  napping_ = true;
+  flush_cv_.wait_for(lock, std::chrono::microseconds(timeout_us), [&] { return flushed_; });
+  napping_ = false;
+  return flushed_;
 }
 
 void TensorQueue::poke() {

@@ -47,6 +47,17 @@ class TensorQueue {
   // repeat_identity (core/request.h) of the only one (0 when there are none or several).
   size_t queued(size_t* only_identity = nullptr);
 
+  // Drains so far. A request pushed when this was g is still queued while it is g
+  // (push records it in the request's handle: HandleState::queued_at).
+  uint64_t drains() const { return drains_.load(std::memory_order_acquire); }
+  // A caller waits for an operation queued at drain count `queued_at`: while it is
+  // still queued, the background thread's burst wait ends at once (nap_unless_flushed),
+  // since a caller that waits has finished its burst.
+  void flush(uint64_t queued_at);
+  // The burst wait's nap: sleeps up to timeout_us, or until flush() for the queued
+  // requests; returns true if flushed. Pushes do not end it (each would wake it).
+  bool nap_unless_flushed(int64_t timeout_us);
+
   // Rejects further pushes with HVD_ERR_SHUT_DOWN; drain() still returns what is left.
   void close(const std::string& reason);
   bool empty();
@@ -70,6 +81,10 @@ class TensorQueue {
   std::vector<std::string> spare_names_;  // released names' strings, for reuse
   bool poked_ = false;
   bool sleeping_ = false;  // the background thread waits on cv_
+  std::condition_variable flush_cv_;
+  std::atomic<uint64_t> drains_{0};  // written under mutex_
+  bool flushed_ = false;   // a caller waits for the queued requests (drain clears it)
+  bool napping_ = false;   // the background thread waits on flush_cv_
   std::atomic<bool> signalled_{false};  // queue non-empty or poked
   bool closed_ = false;
   std::string close_reason_;

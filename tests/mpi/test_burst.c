@@ -55,6 +55,32 @@ static void a_slow_burst_is_one_collective(void** state) {
   }
 }
 
+/* A caller that waits has finished its burst: the wait ends the background thread's
+ * nap at once. Steps of pushes spread over ~70 ms under a 400 ms gap take about 70 ms
+ * each (a nap of the gap, then longer ones while the queue grew, would take over a
+ * second each), and are still one collective each; blocking calls under new names
+ * (no repeat: each would nap the gap) take milliseconds. */
+static void a_wait_ends_the_burst(void** state) {
+  (void)state;
+  reinit("400000");
+  double start = MPI_Wtime();
+  for (int step = 0; step < 5; ++step) {
+    const uint64_t ran = slow_burst("burst.flush", step);
+    if (hvd_size() > 1 && step > 0) assert_int_equal(ran, 1);
+  }
+  double elapsed = MPI_Wtime() - start;
+  if (elapsed >= 2.0) fail_msg("5 bursts took %.2f s: the waits did not end the naps", elapsed);
+  float x[4] = {1, 2, 3, 4};
+  start = MPI_Wtime();
+  for (int k = 0; k < 10; ++k) {
+    char name[48];
+    snprintf(name, sizeof name, "burst.blocking.%d", k);
+    assert_hvd_ok(hvd_allreduce(x, x, 4, HVD_FLOAT32, HVD_OP_MAX, name));
+  }
+  elapsed = MPI_Wtime() - start;
+  if (elapsed >= 2.0) fail_msg("10 blocking calls took %.2f s: they napped", elapsed);
+}
+
 /* The same pushes without the wait: rounds start on the first push, and the step is
  * split (this is what the test above would see if the wait did nothing). */
 static void without_the_wait_the_burst_is_split(void** state) {
@@ -135,6 +161,7 @@ static void ranks_with_different_bursts(void** state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(a_slow_burst_is_one_collective),
+      cmocka_unit_test(a_wait_ends_the_burst),
       cmocka_unit_test(without_the_wait_the_burst_is_split),
       cmocka_unit_test(a_lone_repeat_does_not_wait),
       cmocka_unit_test(an_unnamed_lone_repeat_does_not_wait),
