@@ -60,13 +60,21 @@ struct TensorKeyHash {
   size_t operator()(std::string_view s) const noexcept { return hash_key(s); }
 };
 
+// Keys that carry their hash compare it first: a map's bucket chain then rejects
+// other keys without reading their strings (a cache miss each, for names longer than
+// a std::string holds inline, when a step's tensors have pushed the maps out of cache).
 struct TensorKeyEqual {
   using is_transparent = void;
   static std::string_view view(const TensorKey& k) { return k.str; }
   static std::string_view view(const TensorKeyRef& k) { return k.str; }
   static std::string_view view(std::string_view s) { return s; }
+  static size_t hash_of(const TensorKey& k) { return k.hash; }
+  static size_t hash_of(const TensorKeyRef& k) { return k.hash; }
+  static size_t hash_of(std::string_view) { return 0; }
   template <typename A, typename B>
   bool operator()(const A& a, const B& b) const noexcept {
+    const size_t ha = hash_of(a), hb = hash_of(b);
+    if (ha != 0 && hb != 0 && ha != hb) return false;
     return view(a) == view(b);
   }
 };
