@@ -1,5 +1,6 @@
 #include "core/op_watchdog.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -108,6 +109,7 @@ std::string OpWatchdog::describe(int world_rank, double timeout_s, double elapse
 }
 
 void OpWatchdog::run() {
+  pthread_setname_np(pthread_self(), "hvd-watchdog");
   // Checking once a second (or more often for short timeouts) bounds the lateness.
   const auto period = std::chrono::duration<double>(std::min(1.0, timeout_s_ / 4));
   std::unique_lock<std::mutex> lock(mutex_);

@@ -270,6 +270,9 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
   rt->loop = std::make_unique<BackgroundLoop>(*rt);
   Runtime* raw = rt.get();
   rt->thread = std::thread([raw] { raw->loop->run(); });
+  // Named here, before init returns, so that top -H, perf and gdb tell it from the
+  // caller's threads from its first moment.
+  pthread_setname_np(rt->thread.native_handle(), "hvd-background");
   HVD_LOG(Debug, "initialized: rank %d of %d, local %d of %d, cross %d of %d", rt->rank, rt->size,
           rt->local_rank, rt->local_size, rt->cross_rank, rt->cross_size);
   {

@@ -1,7 +1,11 @@
 /* Calls before init, re-initialization, shutdown with operations pending on this and
  * on other ranks. */
 #include <mpi.h>
+#include <dirent.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <hvd/hvd_mpi.h>
 
@@ -45,6 +49,48 @@ static void init_is_idempotent_and_reinit_works(void** state) {
     assert_int_equal(hvd_is_initialized(), 0);
     assert_hvd_status(hvd_allreduce(&v, &v, 1, HVD_INT32, HVD_OP_SUM, "x"), HVD_ERR_NOT_INITIALIZED);
   }
+}
+
+/* How many of this process's threads carry `name` (Linux: /proc/self/task/T/comm). */
+static int threads_named(const char* name) {
+  DIR* tasks = opendir("/proc/self/task");
+  if (!tasks) return -1;
+  int found = 0;
+  for (struct dirent* e; (e = readdir(tasks));) {
+    if (e->d_name[0] == '.') continue;
+    char path[300], comm[64] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+    FILE* f = fopen(path, "r");
+    if (!f) continue; /* the thread ended meanwhile */
+    if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = 0;
+    fclose(f);
+    found += strcmp(comm, name) == 0;
+  }
+  closedir(tasks);
+  return found;
+}
+
+/* The count of threads named `name` once it is `want`, or after 2 s what it is then:
+ * a listing of /proc/self/task taken while another thread ends may miss an entry, and
+ * a joined thread may still be listed for a moment (the kernel wakes the joiner before
+ * it removes the thread). */
+static int threads_named_settled(const char* name, int want) {
+  int found = -1;
+  for (int tries = 0; tries < 2000 && (found = threads_named(name)) != want; ++tries)
+    usleep(1000);
+  return found;
+}
+
+/* The background thread is named, so that top -H, perf and gdb tell it from the
+ * caller's threads, and it is gone after shutdown. */
+static void the_background_thread_is_named(void** state) {
+  (void)state;
+  assert_hvd_ok(hvd_init());
+  assert_int_equal(threads_named_settled("hvd-background", 1), 1);
+  /* One rank's shutdown ends every rank's background thread: all have looked first. */
+  MPI_Barrier(MPI_COMM_WORLD);
+  assert_hvd_ok(hvd_shutdown());
+  assert_int_equal(threads_named_settled("hvd-background", 0), 0);
 }
 
 typedef struct {
@@ -150,6 +196,7 @@ int main(int argc, char** argv) {
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(init_is_idempotent_and_reinit_works),
+      cmocka_unit_test(the_background_thread_is_named),
       cmocka_unit_test(shutdown_completes_pending_handles),
       cmocka_unit_test(shutdown_by_one_rank_releases_the_others),
       cmocka_unit_test(init_on_a_sub_communicator),
