@@ -18,9 +18,12 @@
 # launcher is: MPIEXEC (default mpiexec) for mpiexec and args, HVDRUN_MPIEXEC or the
 # MPI hvdrun was built with for hvdrun.
 #
-#   netlab.sh up DIR [-n NODES] [-r RATE]   make a lab whose state lives in DIR
+#   netlab.sh up DIR [-n NODES] [-r RATE] [-c]
+#                                           make a lab whose state lives in DIR; -c:
+#                                           each node's processes run on cores of their
+#                                           own (see node_cpus)
 #   netlab.sh down DIR                      end its processes, remove all it made
-#   netlab.sh run [-n NODES] [-r RATE] [-d DIR] -- CMD...
+#   netlab.sh run [-n NODES] [-r RATE] [-c] [-d DIR] -- CMD...
 #                                           up, CMD (with NETLAB_DIR set), down, even
 #                                           when CMD fails or a signal arrives;
 #                                           exits with CMD's status
@@ -144,6 +147,7 @@ NETLAB_CTL_NET=$NETLAB_CTL_NET
 NETLAB_NODES='$NETLAB_NODES'
 NETLAB_PRELOAD='$NETLAB_PRELOAD'
 NETLAB_GUARD='$NETLAB_GUARD'
+NETLAB_OWN_CORES=$NETLAB_OWN_CORES
 EOF
   # Hydra's -launcher-exec and Open MPI's plm_rsh_agent: called as "rsh HOST WORDS...",
   # runs WORDS through a shell on HOST, as rsh and ssh do.
@@ -181,11 +185,12 @@ preload() {
 cmd_up() {
   [ $# -ge 1 ] || usage
   dir=$1; shift
-  nodes=2 rate=unlimited
+  nodes=2 rate=unlimited NETLAB_OWN_CORES=0
   while [ $# -gt 0 ]; do
     case $1 in
       -n) nodes=$2; shift 2 ;;
       -r) rate=$2; shift 2 ;;
+      -c) NETLAB_OWN_CORES=1; shift ;;
       *) usage ;;
     esac
   done
@@ -230,7 +235,13 @@ cmd_up() {
   done
   trap - EXIT
   exec 9<&-
-  echo "netlab: $nodes nodes up ($NETLAB_NODES), data $NETLAB_DATA_NET.0/24, rate $rate, state in $dir" >&2
+  cores=
+  if [ "$NETLAB_OWN_CORES" = 1 ]; then
+    k=0
+    while [ $k -lt "$nodes" ]; do cores="$cores${cores:+ | }$(node_cpus $k)"; k=$((k + 1)); done
+    cores=", CPUs by node $cores"
+  fi
+  echo "netlab: $nodes nodes up ($NETLAB_NODES), data $NETLAB_DATA_NET.0/24, rate $rate$cores, state in $dir" >&2
 }
 
 # ---- down -------------------------------------------------------------------
@@ -280,11 +291,12 @@ cmd_down() {
 # ---- run --------------------------------------------------------------------
 
 cmd_run() {
-  nodes=2 rate=unlimited rundir=
+  nodes=2 rate=unlimited rundir= cores=
   while [ $# -gt 0 ]; do
     case $1 in
       -n) nodes=$2; shift 2 ;;
       -r) rate=$2; shift 2 ;;
+      -c) cores=-c; shift ;;
       -d) rundir=$2; shift 2 ;;
       --) shift; break ;;
       *) usage ;;
@@ -311,7 +323,7 @@ cmd_run() {
   trap 'status=130; exit 130' INT
   trap 'status=129; exit 129' HUP
   # In a subshell: up's own trap undoes a half-made lab and must not replace ours.
-  ( cmd_up "$rundir" -n "$nodes" -r "$rate" ) || { status=$?; exit $status; }
+  ( cmd_up "$rundir" -n "$nodes" -r "$rate" $cores ) || { status=$?; exit $status; }
   NETLAB_DIR=$(readlink -f "$rundir")
   export NETLAB_DIR
   # In a process group of its own (setsid), so that teardown also reaches what the
@@ -463,10 +475,33 @@ cmd_hvdrun() {
     -x UCX_TLS=tcp,self -x UCX_NET_DEVICES=eth0 ${p:+-x "LD_PRELOAD=$p"} "$@"
 }
 
-# on_node K CMD...: CMD in node K's network namespace and a UTS namespace named after it.
+# node_cpus K: the CPUs node K's processes may run on in a lab made with -c: the
+# machine's CPUs (those this script may use) in equal shares, one share per node, or
+# one CPU per node, shared round robin, where there are more nodes than CPUs. Nodes
+# stand for machines: without shares, the scheduler may put the busiest threads of two
+# nodes on one core while the other idles (measured: a lone allreduce's ranks both on
+# one core in its slowest runs), which separate machines never do.
+node_cpus() {
+  list=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
+  cpus=$(echo "$list" | tr ',' '\n' | while IFS=- read -r lo hi; do seq "$lo" "${hi:-$lo}"; done)
+  ncpu=$(echo "$cpus" | wc -l)
+  nnodes=$(echo $NETLAB_NODES | wc -w)
+  if [ "$ncpu" -ge "$nnodes" ]; then
+    share=$((ncpu / nnodes))
+    echo "$cpus" | sed -n "$(($1 * share + 1)),$(($1 * share + share))p" | paste -sd, -
+  else
+    echo "$cpus" | sed -n "$(($1 % ncpu + 1))p"
+  fi
+}
+
+# on_node K CMD...: CMD in node K's network namespace and a UTS namespace named after
+# it (and on the node's CPUs, in a lab made with -c).
 on_node() {
   k=$1; shift
   name=$(node_name "$k")
+  if [ "${NETLAB_OWN_CORES:-0}" = 1 ]; then
+    set -- taskset -c "$(node_cpus "$k")" "$@"
+  fi
   exec ip netns exec "$name" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$name" "$@"
 }
 

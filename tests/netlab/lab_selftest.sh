@@ -24,6 +24,21 @@ if [ -z "${NETLAB_DIR:-}" ]; then
   dir=$(sed -n 's/^lab dir //p' "$scratch/inside.log")
   [ ! -e "$dir" ] || fail "run directory $dir left"
 
+  # -c: each node's processes on CPUs of their own, together every CPU this test may use.
+  "$netlab" run -n 2 -c -- sh -c 'for k in 0 1; do
+      "$0" exec "$NETLAB_DIR" $k sh -c "sed -n \"s/^Cpus_allowed_list:[[:space:]]*//p\" /proc/self/status"
+    done' "$netlab" > "$scratch/cpus" 2>/dev/null || fail "the run of a lab made with -c failed"
+  all=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
+  expand() { echo "$1" | tr ',' '\n' | while IFS=- read -r lo hi; do seq "$lo" "${hi:-$lo}"; done; }
+  [ "$(wc -l < "$scratch/cpus")" = 2 ] || fail "-c: expected the CPUs of 2 nodes, got: $(cat "$scratch/cpus")"
+  if [ "$(expand "$all" | wc -l)" -ge 2 ]; then
+    a=$(sed -n 1p "$scratch/cpus") b=$(sed -n 2p "$scratch/cpus")
+    [ -z "$( (expand "$a"; expand "$b") | sort | uniq -d)" ] || fail "-c: nodes share CPUs: $a and $b"
+    for c in $(expand "$a") $(expand "$b"); do
+      expand "$all" | grep -qx "$c" || fail "-c: node CPU $c is not one of this test's ($all)"
+    done
+  fi
+
   # The command's status comes back.
   s=0; "$netlab" run -n 1 -- sh -c 'exit 5' 2>/dev/null || s=$?
   [ $s = 5 ] || fail "netlab run returned $s for a command that exited 5"
