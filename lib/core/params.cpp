@@ -170,7 +170,8 @@ const std::vector<ParamDef>& defs() {
             "it sleeps (0: it sleeps at once; polling pays only with spare cores)"),
       P_INT("HVD_BURST_GAP_US", burst_gap_us, 50, 0, 1000000,
             "A round that finds new requests naps this long, and again (a gap longer each "
-            "time) while more keep arriving, at most the cycle time and not once the "
+            "time) while more keep arriving, at most the cycle time (ten times that where "
+            "the background thread has no CPU of its own) and not once the "
             "caller waits for one, so that one round takes a burst whole; "
             "a lone repeat of the last round's only tensor goes at once. Also how long a "
             "rank rung by a peer with nothing queued, just after completing work, waits "

@@ -41,6 +41,9 @@ struct Runtime {
   std::vector<int> local_rank_of;  // world rank -> local rank
   int gpu_device = -1;
   PinResult pin;  // GPU and CPU placement chosen at init
+  // At least two CPUs for this rank (cpus_per_rank): the background thread can run
+  // beside the caller's, so its transfers may overlap the caller's next pushes.
+  bool background_has_own_cpu = true;
 
   ProcessSetTable sets;
   TensorQueue queue;

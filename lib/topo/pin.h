@@ -33,4 +33,10 @@ Error pin_this_rank(const PinOptions& options, int local_rank, int local_size, P
 // device is per thread) and the thread binding.
 Error pin_background_thread(const PinResult& pin);
 
+// The CPUs this rank's threads have to themselves, on the calling thread after
+// pin_this_rank: a bound process's CPUs; else the thread's allowed CPUs, shared with
+// the node's other local_size - 1 ranks when they are every CPU online (nothing placed
+// the ranks, so they share the machine).
+double cpus_per_rank(const PinResult& pin, int local_size);
+
 }  // namespace hvd

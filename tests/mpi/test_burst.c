@@ -1,4 +1,4 @@
-#define _DEFAULT_SOURCE /* usleep, setenv */
+#define _GNU_SOURCE /* usleep, setenv, sched_getaffinity */
 /* Bursts (HVD_BURST_GAP_US): while a rank's requests keep arriving, the background
  * thread waits for the rest of the burst, so that one negotiation round and one fused
  * collective take it whole; a lone repeat of the last round's only tensor does not
@@ -6,6 +6,7 @@
  * milliseconds apart, so what is checked does not depend on how fast the machine is:
  * without the wait, each push would start a round of its own. */
 #include <mpi.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "test_util.h"
@@ -91,6 +92,55 @@ static void without_the_wait_the_burst_is_split(void** state) {
   if (hvd_size() > 1) assert_true(ran > 1);
 }
 
+/* The CPUs this rank has to itself, as libhvd counts them (topo/pin.h cpus_per_rank):
+ * its allowed CPUs, shared with the node's other ranks when they are every CPU. */
+static double cpus_per_rank(void) {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  assert_int_equal(sched_getaffinity(0, sizeof mask, &mask), 0);
+  const int allowed = CPU_COUNT(&mask);
+  const int local = hvd_local_size();
+  if (allowed >= sysconf(_SC_NPROCESSORS_ONLN) && local > 1) return (double)allowed / local;
+  return allowed;
+}
+
+/* The cycle time caps a burst's wait where the background thread has a CPU of its
+ * own (its first transfers then overlap the rest of the pushes); where it shares the
+ * caller's, the cap is ten times longer, since no overlap is possible and a split only
+ * costs. Pushes spread over ~70 ms under a 20 ms cycle time: split with a CPU to
+ * spare, one collective without (checked with two ranks or more: a rank alone runs
+ * its rounds differently). */
+static void the_cap_is_longer_without_a_spare_cpu(void** state) {
+  (void)state;
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  assert_int_equal(sched_getaffinity(0, sizeof all, &all), 0);
+  for (int shared = 0; shared < 2; ++shared) {
+    if (shared) { /* this process on one CPU: its background thread shares it */
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      const int cpu = sched_getcpu();
+      CPU_SET(cpu >= 0 && CPU_ISSET(cpu, &all) ? cpu : 0, &one);
+      assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+    }
+    assert_hvd_ok(hvd_shutdown());
+    setenv("HVD_BURST_GAP_US", "400000", 1);
+    setenv("HOROVOD_CYCLE_TIME", "20", 1);
+    assert_hvd_ok(hvd_init());
+    unsetenv("HVD_BURST_GAP_US");
+    unsetenv("HOROVOD_CYCLE_TIME");
+    const int spare = cpus_per_rank() >= 2;
+    uint64_t ran = 0;
+    for (int step = 0; step < 3; ++step) ran = slow_burst(shared ? "burst.cap1" : "burst.cap", step);
+    if (hvd_size() > 1) {
+      if (spare) assert_true(ran > 1);
+      else assert_int_equal(ran, 1);
+    }
+    if (shared) assert_false(spare);
+  }
+  assert_int_equal(sched_setaffinity(0, sizeof all, &all), 0);
+}
+
 /* A loop of one blocking allreduce: each call repeats the last round's only tensor and
  * must not nap (10 naps of 400 ms would take 4 s; the loop takes milliseconds). */
 static void a_lone_repeat_does_not_wait(void** state) {
@@ -163,6 +213,7 @@ int main(void) {
       cmocka_unit_test(a_slow_burst_is_one_collective),
       cmocka_unit_test(a_wait_ends_the_burst),
       cmocka_unit_test(without_the_wait_the_burst_is_split),
+      cmocka_unit_test(the_cap_is_longer_without_a_spare_cpu),
       cmocka_unit_test(a_lone_repeat_does_not_wait),
       cmocka_unit_test(an_unnamed_lone_repeat_does_not_wait),
       cmocka_unit_test(ranks_with_different_bursts),
