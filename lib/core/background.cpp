@@ -538,9 +538,10 @@ void BackgroundLoop::let_burst_finish() {
   // would add at the burst's end is what the caller's wait cuts off. A lone request
   // for the tensor that the last round ran alone (a loop of one allreduce, a loss, a
   // metric, named or not) goes at once.
-  // The cycle time caps the wait where the background thread has a CPU of its own: a
-  // round started then transfers the first tensors while the caller still pushes the
-  // rest. Where it shares the caller's CPU that overlap cannot happen; the early round
+  // The cycle time caps the wait where the background thread has a CPU of its own or a
+  // GPU transfers (Runtime::rounds_overlap_pushes): a round started then transfers the
+  // first tensors while the caller still pushes the rest. Where the background thread
+  // shares the caller's CPU and the CPU transfers, that overlap cannot happen; the early round
   // only splits the step (measured on the lab, whose two nodes share two CPUs: a
   // Python loop's 1000 pushes took 1.5 ms, the 1 ms cap split every step in two
   // collectives, and the first one's transfers slowed the remaining pushes to 2-4 ms:
@@ -553,7 +554,7 @@ void BackgroundLoop::let_burst_finish() {
   if (seen == 0 || gap_us <= 0 || cycle_time_ms_ <= 0) return;
   if (seen == 1 && last_lone_identity_ != 0 && only_identity == last_lone_identity_) return;
   constexpr double kSharedCpuCapFactor = 10;
-  const double cap_ms = rt_.background_has_own_cpu ? cycle_time_ms_ : cycle_time_ms_ * kSharedCpuCapFactor;
+  const double cap_ms = rt_.rounds_overlap_pushes ? cycle_time_ms_ : cycle_time_ms_ * kSharedCpuCapFactor;
   const double until = now_seconds() + cap_ms * 1e-3;
   int64_t nap_us = gap_us;
   do {

@@ -171,7 +171,7 @@ const std::vector<ParamDef>& defs() {
       P_INT("HVD_BURST_GAP_US", burst_gap_us, 50, 0, 1000000,
             "A round that finds new requests naps this long, and again (a gap longer each "
             "time) while more keep arriving, at most the cycle time (ten times that where "
-            "the background thread has no CPU of its own) and not once the "
+            "the background thread has no CPU of its own and no GPU) and not once the "
             "caller waits for one, so that one round takes a burst whole; "
             "a lone repeat of the last round's only tensor goes at once. Also how long a "
             "rank rung by a peer with nothing queued, just after completing work, waits "

@@ -239,10 +239,11 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
   if (!rt->pin.notes.empty()) HVD_LOG(Debug, "%s", rt->pin.notes.c_str());
   rt->gpu_device = rt->pin.device;
   const double cpus = cpus_per_rank(rt->pin, rt->local_size);
-  rt->background_has_own_cpu = cpus >= 2;
-  HVD_LOG(Debug, "%.3g CPUs for this rank: the background thread %s", cpus,
-          rt->background_has_own_cpu ? "has a CPU of its own"
-                                     : "shares the caller's (bursts may outlast the cycle time)");
+  rt->rounds_overlap_pushes = cpus >= 2 || rt->gpu_device >= 0;
+  HVD_LOG(Debug, "%.3g CPUs for this rank%s: %s", cpus, rt->gpu_device >= 0 ? " and a GPU" : "",
+          rt->rounds_overlap_pushes
+              ? "a round's transfers can overlap the caller's pushes"
+              : "the background thread shares the caller's CPU (bursts may outlast the cycle time)");
 
   for (size_t i = 0; i < static_sets.size(); ++i) {
     if (static_sets[i].back() >= rt->size) {

@@ -41,9 +41,11 @@ struct Runtime {
   std::vector<int> local_rank_of;  // world rank -> local rank
   int gpu_device = -1;
   PinResult pin;  // GPU and CPU placement chosen at init
-  // At least two CPUs for this rank (cpus_per_rank): the background thread can run
-  // beside the caller's, so its transfers may overlap the caller's next pushes.
-  bool background_has_own_cpu = true;
+  // A round's transfers can overlap the caller's next pushes: the background thread
+  // has a CPU of its own (at least two CPUs for this rank, cpus_per_rank), or a GPU
+  // does the transfers (NCCL) while the caller goes on (a backward pass's hooks push
+  // gradients as fast as the CPU walks the graph, ahead of the GPU).
+  bool rounds_overlap_pushes = true;
 
   ProcessSetTable sets;
   TensorQueue queue;
