@@ -1,6 +1,5 @@
 #include "topo/pin.h"
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -177,13 +176,12 @@ Error pin_this_rank(const PinOptions& options, int local_rank, int local_size, P
 
 double cpus_per_rank(const PinResult& pin, int local_size) {
   if (!pin.process_cpus.empty()) return static_cast<double>(pin.process_cpus.size());
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  if (sched_getaffinity(0, sizeof mask, &mask) != 0) return 1.0;
-  const int allowed = CPU_COUNT(&mask);
+  CpuSet mine;
+  if (!current_affinity(&mine).ok()) return 1.0;
+  const double allowed = static_cast<double>(mine.size());
   const long online = sysconf(_SC_NPROCESSORS_ONLN);
-  if (allowed >= online && local_size > 1) return static_cast<double>(allowed) / local_size;
-  return static_cast<double>(allowed);
+  if (allowed >= static_cast<double>(online) && local_size > 1) return allowed / local_size;
+  return allowed;
 }
 
 Error pin_background_thread(const PinResult& pin) {
