@@ -12,6 +12,7 @@
 #include "core/step_summary.h"
 #include "fusion/scale.h"
 #include "ops/mpi/negotiation_op.h"
+#include "topo/run_delay.h"
 
 namespace hvd {
 
@@ -523,7 +524,7 @@ void BackgroundLoop::inspect_stalls() {
   stall_warned_.swap(warned);
 }
 
-void BackgroundLoop::let_burst_finish() {
+bool BackgroundLoop::let_burst_finish() {
   // A burst of requests (a backward pass's gradients, a loop of asynchronous calls) is
   // still arriving: waiting for it to end lets one round take it whole. Without the
   // wait, the pushing thread's wake-up of this thread hands this thread its core (the
@@ -531,47 +532,57 @@ void BackgroundLoop::let_burst_finish() {
   // found, sleeps again, and the next push wakes it again: measured on the lab, a
   // 1000-tensor step split into up to 70 rounds and its pushes slowed ten-fold. So a
   // round that finds requests first naps (giving the core back) for as long as the
-  // queue keeps growing, at most the cycle time, and not once a caller waits for one
-  // of them (TensorQueue::flush: whoever waits has finished its burst). Each nap is a
-  // gap longer than the last: fewer wake-ups in a long burst (a Python backward pass
+  // queue keeps growing, at most a cap, and not once a caller waits for one of them
+  // (TensorQueue::flush: whoever waits has finished its burst). Each nap is a gap
+  // longer than the last: fewer wake-ups in a long burst (a Python backward pass
   // pushes a gradient every 10-30 us for milliseconds), and the overshoot a long nap
   // would add at the burst's end is what the caller's wait cuts off. A lone request
   // for the tensor that the last round ran alone (a loop of one allreduce, a loss, a
   // metric, named or not) goes at once.
-  // The cycle time caps the wait where the background thread has a CPU of its own or a
-  // GPU transfers (Runtime::rounds_overlap_pushes): a round started then transfers the
-  // first tensors while the caller still pushes the rest. Where the background thread
-  // shares the caller's CPU and the CPU transfers, that overlap cannot happen; the early round
-  // only splits the step (measured on the lab, whose two nodes share two CPUs: a
-  // Python loop's 1000 pushes took 1.5 ms, the 1 ms cap split every step in two
-  // collectives, and the first one's transfers slowed the remaining pushes to 2-4 ms:
-  // 6.3-8.1 ms a step against 5.1-5.4 ms with a 3 ms cap), so there the cap is
-  // kSharedCpuCapFactor times longer.
+  // The cap is the cycle time where a round started then can transfer the first tensors
+  // while the caller still pushes the rest, longer where it cannot (core/burst_cap.h):
+  // measured on the lab, whose two nodes share two CPUs, a Python loop's 1000 pushes
+  // took 1.5 ms, the 1 ms cap split every step in two collectives, and the first one's
+  // transfers slowed the remaining pushes to 2-4 ms: 6.3-8.1 ms a step against 5.1-5.4
+  // ms with a 3 ms cap.
   // The queue's lock is taken once per nap, not per push: pushes pay nothing for this.
   const int64_t gap_us = rt_.params.burst_gap_us;
   size_t only_identity = 0;
   size_t seen = rt_.queue.queued(&only_identity);
-  if (seen == 0 || gap_us <= 0 || cycle_time_ms_ <= 0) return;
-  if (seen == 1 && last_lone_identity_ != 0 && only_identity == last_lone_identity_) return;
-  constexpr double kSharedCpuCapFactor = 10;
-  const double cap_ms = rt_.rounds_overlap_pushes ? cycle_time_ms_ : cycle_time_ms_ * kSharedCpuCapFactor;
-  const double until = now_seconds() + cap_ms * 1e-3;
+  if (seen == 0 || gap_us <= 0 || cycle_time_ms_ <= 0) return false;
+  if (seen == 1 && last_lone_identity_ != 0 && only_identity == last_lone_identity_) return false;
+  const double start = now_seconds();
+  const double until = start + burst_cap_.cap_ms(cycle_time_ms_) * 1e-3;
+  bool capped = true;
   int64_t nap_us = gap_us;
   do {
     const int64_t left_us = static_cast<int64_t>(std::ceil((until - now_seconds()) * 1e6));
-    if (rt_.queue.nap_unless_flushed(std::clamp<int64_t>(nap_us, 1, std::max<int64_t>(left_us, 1))))
-      return;  // a caller waits: its burst is over
+    if (rt_.queue.nap_unless_flushed(std::clamp<int64_t>(nap_us, 1, std::max<int64_t>(left_us, 1)))) {
+      capped = false;  // a caller waits: its burst is over
+      break;
+    }
     const size_t queued = rt_.queue.queued();
-    if (queued <= seen) return;  // only this thread drains, so the count only grows
+    if (queued <= seen) {  // only this thread drains, so the count only grows
+      capped = false;
+      break;
+    }
     seen = queued;
     nap_us += gap_us;
   } while (now_seconds() < until);
+  if (now_seconds() - start >= cycle_time_ms_ * 1e-3) burst_cap_.outlasted_cycle();
+  return capped;
 }
 
 Error BackgroundLoop::run_round(bool* shutdown) {
   process_timeline().mark_cycle();
   const uint64_t completed_before = completed_;
-  let_burst_finish();
+  // An early round's run delay and its caller's say whether the two had CPUs of their
+  // own (core/burst_cap.h).
+  const bool early = let_burst_finish() && burst_cap_.measured();
+  const double early_start = early ? now_seconds() : 0;
+  const int caller = early ? rt_.queue.last_pusher() : 0;
+  const int64_t early_delay = early ? own_delay_.read(current_thread_id()) : -1;
+  const int64_t caller_delay = early ? caller_delay_.read(caller) : -1;
   rt_.queue.drain(&fresh_);
   if (!fresh_.empty()) {
     controller_.intake(std::move(fresh_));
@@ -587,7 +598,8 @@ Error BackgroundLoop::run_round(bool* shutdown) {
   bits_.resize(vector_words);
   bits_result_.resize(vector_words);
   controller_.fill_bits(bits_.data(), rt_.shutdown_requested.load(),
-                        stall_probe_s_ > 0 ? now_seconds() - stall_probe_s_ : -1.0);
+                        stall_probe_s_ > 0 ? now_seconds() - stall_probe_s_ : -1.0,
+                        burst_cap_.free_here());
   const int64_t negotiation_start = step_stats_ ? monotonic_ns() : 0;
   MPI_Request request = MPI_REQUEST_NULL;
   int rc;
@@ -613,6 +625,10 @@ Error BackgroundLoop::run_round(bool* shutdown) {
   if (!err.ok()) return err;
   rt_.rounds.fetch_add(1, std::memory_order_relaxed);
   RoundFlags flags = controller_.apply_bits(bits_result_.data());
+  if (burst_cap_.agree(flags.cpus_free))
+    HVD_LOG(Debug, "the burst wait's cap is now %g ms: %s", burst_cap_.cap_ms(cycle_time_ms_),
+            flags.cpus_free ? "every rank's CPUs are free for a round to overlap the pushes"
+                            : "some rank's rounds and pushes take turns on its CPUs");
 
   if (flags.any_announcements) {
     message_.clear();
@@ -701,6 +717,12 @@ Error BackgroundLoop::run_round(bool* shutdown) {
                                               : Mode::Waiting;
   ++round_;
   last_round_end_ = now_seconds();
+  if (early_delay >= 0) {
+    int64_t delay = own_delay_.read(current_thread_id()) - early_delay;
+    const int64_t caller_now = caller_delay >= 0 ? caller_delay_.read(caller) : -1;
+    if (caller_now >= 0) delay += caller_now - caller_delay;
+    burst_cap_.early_round(last_round_end_ - early_start, delay);
+  }
   if (progress) last_progress_ = last_round_end_;
   return Error::success();
 }
@@ -709,6 +731,10 @@ void BackgroundLoop::run() {
   prctl(PR_SET_TIMERSLACK, 1UL);  // short naps must be short
   Error pinned = pin_background_thread(rt_.pin);
   if (!pinned.ok()) HVD_LOG(Warning, "background thread pinning skipped: %s", pinned.message.c_str());
+  // A GPU's transfers overlap the pushes whatever the CPUs: nothing to measure there.
+  burst_cap_ = BurstCap(rt_.rounds_overlap_pushes, rt_.params.burst_cap_measure &&
+                                                       rt_.gpu_device < 0 &&
+                                                       own_delay_.read(current_thread_id()) >= 0);
   start_device();
   MPI_Irecv(&doorbell_value_, 1, MPI_INT64_T, MPI_ANY_SOURCE, kDoorbellTag, rt_.control,
             &doorbell_request_);

@@ -20,12 +20,14 @@
 
 #include <mpi.h>
 
+#include "core/burst_cap.h"
 #include "core/controller.h"
 #include "core/execute.h"
 #include "core/fusion_planner.h"
 #include "core/op_watchdog.h"
 #include "core/speculation.h"
 #include "core/runtime.h"
+#include "topo/run_delay.h"
 #include "tune/parameter_manager.h"
 #include "tune/step_detector.h"
 #include "ops/device/device_engine.h"
@@ -52,8 +54,9 @@ class BackgroundLoop {
   bool doorbell_rang();
   void ring_doorbells();
   Error run_round(bool* shutdown);
-  // Waits while this rank's queue is still growing fast (HVD_BURST_GAP_US).
-  void let_burst_finish();
+  // Waits while this rank's queue is still growing fast (HVD_BURST_GAP_US). Returns
+  // true if the wait ended at its cap with requests still arriving.
+  bool let_burst_finish();
   Error wait_request(MPI_Request* request);
   // A tensor the round's speculative payload completed (core/speculation.h); result:
   // the reduced payload.
@@ -95,6 +98,9 @@ class BackgroundLoop {
   int64_t step_bytes_ = 0;
   double step_start_ = 0;
   double cycle_time_ms_ = 1.0;
+  BurstCap burst_cap_{true, false};  // judged on this thread when it starts (run())
+  RunDelayReader own_delay_;         // this thread's
+  RunDelayReader caller_delay_;      // the last pushing thread's
   TunedParams applied_;           // the values in use (tuned, or as configured)
   int cache_switch_ = -1;         // 0 or 1: the cache goes off or on after this round
   bool toggled_cache_on_ = true;  // HVD_CACHE_TOGGLE_ROUNDS: the state last sent

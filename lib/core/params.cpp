@@ -171,11 +171,17 @@ const std::vector<ParamDef>& defs() {
       P_INT("HVD_BURST_GAP_US", burst_gap_us, 50, 0, 1000000,
             "A round that finds new requests naps this long, and again (a gap longer each "
             "time) while more keep arriving, at most the cycle time (ten times that where "
-            "the background thread has no CPU of its own and no GPU) and not once the "
-            "caller waits for one, so that one round takes a burst whole; "
+            "a round cannot overlap the caller's pushes: see HVD_BURST_CAP_MEASURE) and "
+            "not once the caller waits for one, so that one round takes a burst whole; "
             "a lone repeat of the last round's only tensor goes at once. Also how long a "
             "rank rung by a peer with nothing queued, just after completing work, waits "
             "for its own next request (0: neither)"),
+      P_BOOL("HVD_BURST_CAP_MEASURE", burst_cap_measure, 1,
+             "Whether a round may start before a burst ends (after the cycle time) is "
+             "judged from the placement (two CPUs or more per rank, or a GPU) and then, "
+             "without a GPU, measured: rounds whose threads waited for a CPU make the cap "
+             "ten cycle times on every rank until the CPUs are free again. 0: the "
+             "placement alone"),
       P_INT("HVD_POLL_US", poll_us, 200, 1, 1000000,
             "Longest sleep between polls while an operation is in flight"),
       P_INT("HVD_IDLE_POLL_MS", idle_poll_ms, 5, 1, 60000,

@@ -68,6 +68,7 @@ struct Params {
   int64_t spin_us = 50;
   int64_t bg_spin_us = 0;
   int64_t burst_gap_us = 50;
+  bool burst_cap_measure = true;
   int64_t poll_us = 200;
   int64_t idle_poll_ms = 5;
   int64_t cache_toggle_rounds = 0;  // tests: flip the response cache every N rounds

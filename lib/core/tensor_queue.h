@@ -58,6 +58,10 @@ class TensorQueue {
   // requests; returns true if flushed. Pushes do not end it (each would wake it).
   bool nap_unless_flushed(int64_t timeout_us);
 
+  // The kernel's id of the thread that pushed last (0: none yet), for the burst cap's
+  // measurement (core/burst_cap.h).
+  int last_pusher() const { return pusher_.load(std::memory_order_relaxed); }
+
   // Rejects further pushes with HVD_ERR_SHUT_DOWN; drain() still returns what is left.
   void close(const std::string& reason);
   bool empty();
@@ -67,6 +71,7 @@ class TensorQueue {
   static void key_into(int32_t process_set, const std::string& name, std::string* out);
 
  private:
+  std::atomic<int> pusher_{0};
   std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<Request> queue_;
