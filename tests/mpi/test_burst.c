@@ -6,7 +6,9 @@
  * milliseconds apart, so what is checked does not depend on how fast the machine is:
  * without the wait, each push would start a round of its own. */
 #include <mpi.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 #include "test_util.h"
@@ -176,16 +178,32 @@ static uint64_t busy_burst(const char* prefix, int step) {
   return tu_collectives() - before;
 }
 
+static atomic_int hogs_spin;
+
+static void* hog(void* arg) {
+  (void)arg;
+  while (atomic_load_explicit(&hogs_spin, memory_order_relaxed)) {
+  }
+  return NULL;
+}
+
 /* A caller that keeps its CPU busy while it pushes, on CPUs that the placement counts
  * as free (each rank counts the machine's as its own, as on separate nodes) but that
- * other threads hold (here the other rank's; elsewhere another job, another rank on the
- * same cores): a round that starts before its burst ends and the pushes take turns,
- * the threads wait for a CPU, and after a few such rounds the cap is long on every
- * rank, so a step is one collective again, whatever the placement said. Without the
- * measurement (HVD_BURST_CAP_MEASURE=0) every step stays split. */
+ * other threads hold (here a spinning thread per CPU in every rank, and the other
+ * ranks' callers; elsewhere another job, another rank on the same cores): a round that
+ * starts before its burst ends and the pushes take turns, the threads wait for a CPU,
+ * and after a few such rounds the cap is long on every rank, so a step is one
+ * collective again, whatever the placement said. Without the measurement
+ * (HVD_BURST_CAP_MEASURE=0) every step stays split. */
 static void busy_cpus_make_the_cap_long(void** state) {
   (void)state;
   if (hvd_size() < 2 || hvd_gpu_device() >= 0) skip();
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  assert_int_equal(sched_getaffinity(0, sizeof mask, &mask), 0);
+  enum { kMaxHogs = 256 };
+  pthread_t hogs[kMaxHogs];
+  const int n_hogs = CPU_COUNT(&mask) < kMaxHogs ? CPU_COUNT(&mask) : kMaxHogs;
   assert_hvd_ok(hvd_shutdown());
   setenv("HVD_BURST_GAP_US", "400000", 1);
   setenv("HOROVOD_CYCLE_TIME", "20", 1);
@@ -202,7 +220,11 @@ static void busy_cpus_make_the_cap_long(void** state) {
    * whole steps (the 32nd long burst would probe: far off). */
   enum { kSteps = 24 };
   uint64_t ran[kSteps];
+  atomic_store(&hogs_spin, 1);
+  for (int i = 0; i < n_hogs; ++i) assert_int_equal(pthread_create(&hogs[i], NULL, hog, NULL), 0);
   for (int step = 0; step < kSteps; ++step) ran[step] = busy_burst("burst.busy", step);
+  atomic_store(&hogs_spin, 0);
+  for (int i = 0; i < n_hogs; ++i) pthread_join(hogs[i], NULL);
   char history[kSteps * 24] = "";
   for (int step = 0; step < kSteps; ++step)
     snprintf(history + strlen(history), sizeof history - strlen(history), " %llu",
