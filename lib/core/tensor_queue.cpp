@@ -38,7 +38,7 @@ Error TensorQueue::push(std::vector<Request>&& requests) {
                           r.name.c_str());
     }
     const uint64_t drains = drains_.load(std::memory_order_relaxed);
-    pusher_.store(current_thread_id(), std::memory_order_relaxed);
+    if (queue_.empty()) pusher_.store(current_thread_id(), std::memory_order_relaxed);
     for (Request& r : requests) {
       insert_in_flight(r);  // checked above: not in flight
       if (r.handle) r.handle->set_queued_at(drains);
@@ -71,7 +71,8 @@ Error TensorQueue::push(Request&& request, std::string* spare_name) {
                         "its handle before reusing the name, or give this one another name",
                         request.name.c_str());
     if (request.handle) request.handle->set_queued_at(drains_.load(std::memory_order_relaxed));
-    pusher_.store(current_thread_id(), std::memory_order_relaxed);
+    // A burst's first push names its thread (a thread-local read per burst, not per push).
+    if (queue_.empty()) pusher_.store(current_thread_id(), std::memory_order_relaxed);
     queue_.push_back(std::move(request));
     if (spare_name && spare_name->capacity() <= kInlineCapacity && !spare_names_.empty()) {
       spare_name->swap(spare_names_.back());

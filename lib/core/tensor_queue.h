@@ -58,8 +58,9 @@ class TensorQueue {
   // requests; returns true if flushed. Pushes do not end it (each would wake it).
   bool nap_unless_flushed(int64_t timeout_us);
 
-  // The kernel's id of the thread that pushed last (0: none yet), for the burst cap's
-  // measurement (core/burst_cap.h).
+  // The kernel's id of the thread that pushed the first request now queued (or, when
+  // none is, the last burst's first), for the burst cap's measurement
+  // (core/burst_cap.h); 0: nothing pushed yet.
   int last_pusher() const { return pusher_.load(std::memory_order_relaxed); }
 
   // Rejects further pushes with HVD_ERR_SHUT_DOWN; drain() still returns what is left.
