@@ -41,10 +41,12 @@ struct Runtime {
   std::vector<int> local_rank_of;  // world rank -> local rank
   int gpu_device = -1;
   PinResult pin;  // GPU and CPU placement chosen at init
-  // A round's transfers can overlap the caller's next pushes: the background thread
-  // has a CPU of its own (at least two CPUs for this rank, cpus_per_rank), or a GPU
-  // does the transfers (NCCL) while the caller goes on (a backward pass's hooks push
-  // gradients as fast as the CPU walks the graph, ahead of the GPU).
+  // The placement's judgement that a round's transfers can overlap the caller's next
+  // pushes: the background thread has a CPU of its own (at least two CPUs for this
+  // rank, cpus_per_rank, counted on the thread that called hvd_init), or a GPU does the
+  // transfers (NCCL) while the caller goes on (a backward pass's hooks push gradients
+  // as fast as the CPU walks the graph, ahead of the GPU). The burst cap starts from
+  // it and, without a GPU, measures (core/burst_cap.h).
   bool rounds_overlap_pushes = true;
 
   ProcessSetTable sets;

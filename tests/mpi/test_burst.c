@@ -24,29 +24,40 @@ static void reinit(const char* gap_us) {
   unsetenv("HOROVOD_CYCLE_TIME");
 }
 
-/* One step: kTensors allreduces pushed kPushGapUs apart, then all waited and checked.
- * Returns the data collectives the step ran. */
-static uint64_t slow_burst(const char* prefix, int step) {
+/* One step: kTensors allreduces of `count` floats pushed kPushGapUs apart (the caller
+ * sleeping between pushes, or with `busy`, keeping its CPU busy), then all waited and
+ * checked. Returns the data collectives the step ran. */
+static uint64_t burst(const char* prefix, int step, int count, int busy) {
   const int rank = hvd_rank(), size = hvd_size();
-  static float data[kTensors][kCount];
+  float* data = test_malloc(sizeof(float) * kTensors * (size_t)count);
   hvd_handle_t handles[kTensors];
   const uint64_t before = tu_collectives();
   for (int t = 0; t < kTensors; ++t) {
-    for (int i = 0; i < kCount; ++i) data[t][i] = (float)(rank + t + i + step);
+    float* x = data + (size_t)t * count;
+    for (int i = 0; i < count; ++i) x[i] = (float)(rank + t + (i & 255) + step);
     char name[64];
     snprintf(name, sizeof name, "%s.%d", prefix, t);
-    assert_hvd_ok(hvd_allreduce_async(data[t], data[t], kCount, HVD_FLOAT32, HVD_OP_SUM, name,
-                                      NULL, &handles[t]));
-    usleep(kPushGapUs);
+    assert_hvd_ok(hvd_allreduce_async(x, x, count, HVD_FLOAT32, HVD_OP_SUM, name, NULL, &handles[t]));
+    if (!busy) {
+      usleep(kPushGapUs);
+      continue;
+    }
+    const double until = MPI_Wtime() + kPushGapUs * 1e-6;
+    while (MPI_Wtime() < until) {
+    }
   }
   for (int t = 0; t < kTensors; ++t) assert_hvd_ok(hvd_wait(handles[t]));
   for (int t = 0; t < kTensors; ++t)
-    for (int i = 0; i < kCount; ++i) {
-      const float want = (float)(size * (t + i + step) + size * (size - 1) / 2);
-      if (data[t][i] != want) fail_msg("%s.%d[%d] = %g, expected %g", prefix, t, i, data[t][i], want);
+    for (int i = 0; i < count; ++i) {
+      const float want = (float)(size * (t + (i & 255) + step) + size * (size - 1) / 2);
+      const float got = data[(size_t)t * count + i];
+      if (got != want) fail_msg("%s.%d[%d] = %g, expected %g", prefix, t, i, got, want);
     }
+  test_free(data);
   return tu_collectives() - before;
 }
+
+static uint64_t slow_burst(const char* prefix, int step) { return burst(prefix, step, kCount, 0); }
 
 /* Pushes spread over ~70 ms, a gap of 400 ms: every step is one fused collective. */
 static void a_slow_burst_is_one_collective(void** state) {
@@ -147,36 +158,11 @@ static void the_cap_is_longer_without_a_spare_cpu(void** state) {
   assert_int_equal(sched_setaffinity(0, sizeof all, &all), 0);
 }
 
-/* slow_burst with a caller that keeps its CPU busy between pushes and tensors of 240 KB,
- * so that a round started before the burst ends has milliseconds of transfers to do
- * (a round of a few small tensors is over before the scheduler would make anyone
- * wait, and costs the caller nothing). */
-static uint64_t busy_burst(const char* prefix, int step) {
-  enum { kBig = 60000 }; /* under HVD_INPLACE_MIN_BYTES: fused */
-  const int rank = hvd_rank(), size = hvd_size();
-  float* data = test_malloc(sizeof(float) * kTensors * kBig);
-  hvd_handle_t handles[kTensors];
-  const uint64_t before = tu_collectives();
-  for (int t = 0; t < kTensors; ++t) {
-    float* x = data + (size_t)t * kBig;
-    for (int i = 0; i < kBig; ++i) x[i] = (float)(rank + t + (i & 255) + step);
-    char name[64];
-    snprintf(name, sizeof name, "%s.%d", prefix, t);
-    assert_hvd_ok(hvd_allreduce_async(x, x, kBig, HVD_FLOAT32, HVD_OP_SUM, name, NULL, &handles[t]));
-    const double until = MPI_Wtime() + kPushGapUs * 1e-6;
-    while (MPI_Wtime() < until) {
-    }
-  }
-  for (int t = 0; t < kTensors; ++t) assert_hvd_ok(hvd_wait(handles[t]));
-  for (int t = 0; t < kTensors; ++t)
-    for (int i = 0; i < kBig; i += 4099) {
-      const float want = (float)(size * (t + (i & 255) + step) + size * (size - 1) / 2);
-      if (data[(size_t)t * kBig + i] != want)
-        fail_msg("%s.%d[%d] = %g, expected %g", prefix, t, i, data[(size_t)t * kBig + i], want);
-    }
-  test_free(data);
-  return tu_collectives() - before;
-}
+/* A caller that keeps its CPU busy between pushes, and tensors of 240 KB (under
+ * HVD_INPLACE_MIN_BYTES: fused), so that a round started before the burst ends has
+ * milliseconds of transfers to do (a round of a few small tensors is over before the
+ * scheduler would make anyone wait, and costs the caller nothing). */
+static uint64_t busy_burst(const char* prefix, int step) { return burst(prefix, step, 60000, 1); }
 
 static atomic_int hogs_spin;
 
