@@ -192,7 +192,10 @@ static void busy_cpus_make_the_cap_long(void** state) {
   const int n_hogs = CPU_COUNT(&mask) < kMaxHogs ? CPU_COUNT(&mask) : kMaxHogs;
   assert_hvd_ok(hvd_shutdown());
   setenv("HVD_BURST_GAP_US", "400000", 1);
-  setenv("HOROVOD_CYCLE_TIME", "20", 1);
+  /* A step's pushes take about 100 ms of wall time (72 of them spinning), more when the
+   * suite runs other jobs beside this one: the long cap (ten cycle times, 400 ms) leaves
+   * them room; the short one (40 ms) still ends a round before the burst does. */
+  setenv("HOROVOD_CYCLE_TIME", "40", 1);
   char threshold[32];  /* the suite's 1 MiB would split a step of 24 x 240 KB anyway */
   snprintf(threshold, sizeof threshold, "%s", getenv("HOROVOD_FUSION_THRESHOLD") ? getenv("HOROVOD_FUSION_THRESHOLD") : "");
   setenv("HOROVOD_FUSION_THRESHOLD", "67108864", 1);
