@@ -121,7 +121,7 @@ BackgroundLoop::~BackgroundLoop() = default;
 
 void BackgroundLoop::complete(Request&& request, const Error& result) {
   ++completed_;
-  rt_.queue.release_name(TensorQueue::key_of(request.spec.process_set, request.name));
+  rt_.queue.release_name(request);
   if (request.handle) request.handle->complete(result);
 }
 
@@ -196,7 +196,7 @@ void BackgroundLoop::observe_for_tuning(std::span<const Response> ready,
   const double now = now_seconds();
   bool step_ended = false;
   for (const Response& r : ready)
-    if (r.error.ok() && r.spec.op != OpType::Join && steps_.observe(r.key, r.key_hash))
+    if (r.error.ok() && r.spec.op != OpType::Join && steps_.observe(r.key, r.key_hash, r.cache_slot))
       step_ended = true;
   // A step ends when a tensor name comes back: score the step just finished.
   if (step_ended && step_start_ > 0 &&
@@ -217,7 +217,7 @@ void BackgroundLoop::observe_step(std::span<const Response> ready) {
   bool step_ended = false;
   for (const Response& r : ready) {
     if (!r.error.ok() || r.spec.op == OpType::Join) continue;
-    if (stat_steps_.observe(r.key, r.key_hash)) step_ended = true;
+    if (stat_steps_.observe(r.key, r.key_hash, r.cache_slot)) step_ended = true;
     // The first tensor ever run starts the first step.
     if (!steps_started_) step_ended = steps_started_ = true;
   }
@@ -467,7 +467,7 @@ Error BackgroundLoop::wait_request(MPI_Request* request) {
 
 void BackgroundLoop::complete_speculated(const Response& r, const void* result) {
   Request local;
-  if (!controller_.take_local(r.key, &local, r.key_hash)) return;  // cannot be: it gave data
+  if (!controller_.take_local(r, &local)) return;  // cannot be: it gave data
   const TensorSpec& spec = r.spec;
   const int64_t count = spec.num_elements();
   const int64_t bytes = count * static_cast<int64_t>(dtype_size(spec.dtype));

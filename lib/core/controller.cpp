@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "core/agreement.h"
+#include "core/name_table.h"
 #include "core/tensor_queue.h"
 
 namespace hvd {
@@ -30,12 +31,41 @@ Controller::Controller(int world_rank, int world_size, size_t cache_capacity,
       words_((cache_capacity + 63) / 64),
       sets_(sets),
       cache_(cache_capacity),
+      waiting_(cache_capacity),
+      waiting_bits_(words_, 0),
       joined_(static_cast<size_t>(world_size), 0) {}
 
 bool Controller::joined_locally() const {
   for (const auto& kv : pending_)
     if (kv.second.request.spec.op == OpType::Join) return true;
-  return false;
+  return false;  // a join is never cached, so never waits on a slot
+}
+
+void Controller::add_pending(Local&& local) {
+  auto node = spare_pending_.take();
+  TensorKey& key = node.key();
+  TensorQueue::key_into(local.request.spec.process_set, local.request.name, &key.str);
+  key.hash = local.request.key_hash ? local.request.key_hash : hash_key(key.str);
+  node.mapped() = std::move(local);
+  pending_.insert(std::move(node));
+}
+
+void Controller::release_slot(int slot) {
+  waiting_bits_[slot / 64] &= ~(uint64_t{1} << (slot % 64));
+  --waiting_count_;
+}
+
+Controller::Local Controller::take_waiting(int slot) {
+  release_slot(slot);
+  return std::move(waiting_[slot]);
+}
+
+void Controller::stop_waiting(int slot) {
+  if (!waiting_on(slot)) return;
+  Local local = take_waiting(slot);
+  local.announced = false;
+  unannounced_.push_back(TensorQueue::key_of(local.request.spec.process_set, local.request.name));
+  add_pending(std::move(local));
 }
 
 void Controller::intake(std::vector<Request>&& requests) {
@@ -44,15 +74,7 @@ void Controller::intake(std::vector<Request>&& requests) {
   std::shared_ptr<ProcessSet> set;
   const double now = now_seconds();
   for (Request& r : requests) {
-    auto node = spare_pending_.take();
-    TensorKey& key = node.key();
-    TensorQueue::key_into(r.spec.process_set, r.name, &key.str);
-    key.hash = r.key_hash ? r.key_hash : hash_key(key.str);
-    Local& local = node.mapped();
-    local.cache_slot = -1;
-    local.announced = false;
-    local.since = now;
-    int slot = cache_.find(key.str, key.hash);
+    const int slot = cached_slot(r);
     if (slot >= 0) {
       if (r.spec.process_set != set_id || !set) {
         set = sets_->find(r.spec.process_set);
@@ -65,21 +87,49 @@ void Controller::intake(std::vector<Request>&& requests) {
       const bool same = cached.spec.op == OpType::Allgather || cached.spec.op == OpType::Alltoall
                             ? cached.spec_for(set_rank, set_size) == r.spec
                             : cached.spec == r.spec;
-      if (same) {
-        local.cache_slot = slot;
-      } else {
-        invalid_slots_.push_back(slot);
+      // A name is in flight once, so its slot has no other request waiting.
+      if (same && !waiting_on(slot)) {
+        Local& local = waiting_[slot];
+        local.request = std::move(r);
+        local.announced = false;
+        local.since = now;
+        waiting_bits_[slot / 64] |= uint64_t{1} << (slot % 64);
+        ++waiting_count_;
+        continue;
       }
+      if (!same) invalid_slots_.push_back(slot);
     }
+    Local local;
+    local.since = now;
     local.request = std::move(r);
-    if (local.cache_slot < 0) unannounced_.push_back(key.str);
-    pending_.insert(std::move(node));
+    unannounced_.push_back(TensorQueue::key_of(local.request.spec.process_set, local.request.name));
+    add_pending(std::move(local));
   }
 }
 
+int Controller::cached_slot(const Request& r) {
+  if (cache_.capacity() == 0) return -1;
+  NameEntry* entry = r.name_entry;
+  if (entry && entry->cache_slot >= 0 && entry->cache_slot < static_cast<int>(cache_.capacity()) &&
+      cache_.owner(entry->cache_slot) == entry->serial)
+    return entry->cache_slot;
+  const std::string* key = &r.name;  // the global set's keys are the names
+  if (r.spec.process_set != 0) {
+    TensorQueue::key_into(r.spec.process_set, r.name, &scratch_key_);
+    key = &scratch_key_;
+  }
+  const int slot = cache_.find(*key, r.key_hash);
+  if (entry) {
+    entry->cache_slot = slot;
+    if (slot >= 0) cache_.set_owner(slot, entry->serial);
+  }
+  return slot;
+}
+
 bool Controller::has_cached_wait_before(double time) const {
-  for (const auto& kv : pending_)
-    if (kv.second.cache_slot >= 0 && kv.second.since < time) return true;
+  for (size_t w = 0; w < waiting_bits_.size(); ++w)
+    for (uint64_t x = waiting_bits_[w]; x; x &= x - 1)
+      if (waiting_[w * 64 + lowest_bit(x)].since < time) return true;
   return false;
 }
 
@@ -113,21 +163,21 @@ void Controller::fill_bits(uint64_t* words, bool shutdown_requested, double stal
         if (cache_.at(slot).spec.op == OpType::Allreduce) words[w] |= uint64_t{1} << (slot % 64);
       }
   }
-  bool only_cached = unannounced_.empty() && decisions_.empty();
-  for (const auto& kv : pending_) {
-    const int slot = kv.second.cache_slot;
-    if (slot < 0) {
-      only_cached = false;
-      continue;
+  // Requests kept by key are announced, not cached.
+  const bool only_cached = unannounced_.empty() && decisions_.empty() && pending_.empty();
+  for (size_t w = 0; w < waiting_bits_.size(); ++w) {
+    const uint64_t waiting = waiting_bits_[w];
+    words[w] |= waiting;
+    words[2 * words_ + w] &= ~waiting;
+    for (uint64_t x = waiting; x; x &= x - 1) {
+      const int bit = lowest_bit(x);
+      if (waiting_[w * 64 + bit].since < stale_before) words[words_ + w] &= ~(uint64_t{1} << bit);
     }
-    words[slot / 64] |= uint64_t{1} << (slot % 64);
-    words[2 * words_ + slot / 64] &= ~(uint64_t{1} << (slot % 64));
-    if (kv.second.since < stale_before) words[words_ + slot / 64] &= ~(uint64_t{1} << (slot % 64));
   }
   for (int slot : invalid_slots_) words[words_ + slot / 64] &= ~(uint64_t{1} << (slot % 64));
   uint64_t flags = 0;
   if (unannounced_.empty() && decisions_.empty()) flags |= kFlagNoAnnouncements;
-  if (pending_.empty()) flags |= kFlagNotBusy;
+  if (!busy()) flags |= kFlagNotBusy;
   if (!shutdown_requested) flags |= kFlagNoShutdown;
   if (only_cached) flags |= kFlagOnlyCached;
   if (cpus_free) flags |= kFlagCpusFree;
@@ -175,12 +225,7 @@ RoundFlags Controller::apply_bits(const uint64_t* words) {
 }
 
 void Controller::forget_slot(int slot) {
-  const std::string key = cache_.at(slot).key;
-  auto it = pending_.find(TensorKeyRef(key, cache_.at(slot).key_hash));
-  if (it != pending_.end() && it->second.cache_slot == slot) {
-    it->second.cache_slot = -1;
-    unannounced_.push_back(key);
-  }
+  stop_waiting(slot);
   cache_.erase(slot);
 }
 
@@ -188,22 +233,18 @@ size_t Controller::set_cache_enabled(bool enabled) {
   enabled = enabled && cache_capacity_ > 0;
   if (enabled == cache_enabled_) return 0;
   size_t sent_back = 0;
-  // Slot order, not the pending map's, so the announcements come in a stable order.
+  // Slot order, so the announcements come in a stable order.
   for (size_t slot = 0; slot < cache_.capacity(); ++slot) {
-    const int s = static_cast<int>(slot);
-    if (!cache_.occupied(s)) continue;
-    auto it = pending_.find(TensorKeyRef(cache_.at(s).key, cache_.at(s).key_hash));
-    if (it != pending_.end() && it->second.cache_slot == s) {
-      it->second.cache_slot = -1;
-      it->second.announced = false;
-      unannounced_.push_back(it->first.str);
-      ++sent_back;
-    }
+    if (!waiting_on(static_cast<int>(slot))) continue;
+    stop_waiting(static_cast<int>(slot));
+    ++sent_back;
   }
   invalid_slots_.clear();
   cache_enabled_ = enabled;
   cache_ = ResponseCache(enabled ? cache_capacity_ : 0);
   words_ = (cache_.capacity() + 63) / 64;
+  waiting_ = std::vector<Local>(cache_.capacity());
+  waiting_bits_.assign(words_, 0);
   HVD_LOG(Debug, "response cache %s (%zu waiting requests announced again)",
           enabled ? "on" : "off", sent_back);
   return sent_back;
@@ -390,6 +431,12 @@ std::vector<std::pair<Request, Error>> Controller::take_blocked_by_join() {
   // A tensor that completed this round before a join was recorded runs as agreed.
   std::unordered_set<std::string_view> ready_keys;
   for (size_t i = 0; i < ready_count_; ++i) ready_keys.insert(ready_[i].key);
+  auto blocked_error = [](const Request& r) {
+    return make_error(HVD_ERR_MISMATCH,
+                      "tensor '%s': %s cannot run while ranks have joined (hvd_join); only "
+                      "allreduce continues, with joined ranks contributing zeros",
+                      r.name.c_str(), op_type_name(r.spec.op));
+  };
   bool took = false;
   for (auto it = pending_.begin(); it != pending_.end();) {
     const Request& r = it->second.request;
@@ -399,25 +446,32 @@ std::vector<std::pair<Request, Error>> Controller::take_blocked_by_join() {
       ++it;
       continue;
     }
-    Error err = make_error(HVD_ERR_MISMATCH,
-                           "tensor '%s': %s cannot run while ranks have joined (hvd_join); only "
-                           "allreduce continues, with joined ranks contributing zeros",
-                           r.name.c_str(), op_type_name(r.spec.op));
+    Error err = blocked_error(r);
     out.emplace_back(std::move(it->second.request), std::move(err));
     it = pending_.erase(it);
     took = true;
+  }
+  for (size_t slot = 0; slot < waiting_.size(); ++slot) {
+    const int s = static_cast<int>(slot);
+    if (!waiting_on(s)) continue;
+    const Request& r = waiting_[slot].request;
+    if (!blocked_on(r.spec.op, r.spec.process_set) || ready_keys.count(cache_.at(s).key)) continue;
+    Error err = blocked_error(r);
+    out.emplace_back(std::move(take_waiting(s).request), std::move(err));
   }
   if (took) std::erase_if(unannounced_, [&](const std::string& k) { return !pending_.count(k); });
   return out;
 }
 
 std::vector<Request> Controller::drop_process_set(int32_t id) {
+  std::vector<Request> out;
   for (size_t slot = 0; slot < cache_.capacity(); ++slot) {
     int s = static_cast<int>(slot);
-    if (cache_.occupied(s) && cache_.at(s).spec.process_set == id) cache_.erase(s);
+    if (!cache_.occupied(s) || cache_.at(s).spec.process_set != id) continue;
+    if (waiting_on(s)) out.push_back(std::move(take_waiting(s).request));
+    cache_.erase(s);
   }
   std::erase_if(table_, [&](const auto& kv) { return kv.second.process_set == id; });
-  std::vector<Request> out;
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (it->second.request.spec.process_set != id) {
       ++it;
@@ -433,15 +487,10 @@ std::vector<Request> Controller::drop_process_set(int32_t id) {
 void Controller::add_response(Response&& response) {
   if (response.error.ok() && cache_.capacity() > 0) {
     std::string evicted;
-    cache_.put(response, &evicted);
-    if (!evicted.empty()) {
-      auto it = pending_.find(evicted);
-      if (it != pending_.end() && it->second.cache_slot >= 0) {
-        it->second.cache_slot = -1;
-        it->second.announced = false;
-        unannounced_.push_back(evicted);
-      }
-    }
+    const int slot = cache_.put(response, &evicted);
+    // The evicted tensor's slot now holds this one: a request waiting for the evicted
+    // one is announced by name instead.
+    if (!evicted.empty()) stop_waiting(slot);
   }
   add_ready(std::move(response));
 }
@@ -454,9 +503,14 @@ size_t Controller::take_ready(std::vector<Response>* out) {
 }
 
 void Controller::add_ready(const Response& response) {
-  // Assigning into an element left from an earlier round reuses its strings' memory.
+  // Assigning into an element left from an earlier round reuses its strings' memory;
+  // in steady state the element there is often a copy of this very cached response
+  // (the same tensors run in the same order every step), and then nothing is copied.
   if (ready_count_ < ready_.size()) {
-    ready_[ready_count_] = response;
+    Response& element = ready_[ready_count_];
+    if (response.version == 0 || element.version != response.version ||
+        element.cache_slot != response.cache_slot)
+      element = response;
   } else {
     ready_.push_back(response);
   }
@@ -472,19 +526,23 @@ void Controller::add_ready(Response&& response) {
   ++ready_count_;
 }
 
-Request* Controller::find_local(const std::string& key, size_t key_hash) {
-  auto it = pending_.find(TensorKeyRef(key, key_hash));
-  return it == pending_.end() ? nullptr : &it->second.request;
+const Request* Controller::find_local_on_slot(int slot) const {
+  if (slot < 0 || static_cast<size_t>(slot) >= waiting_.size() || !waiting_on(slot)) return nullptr;
+  return &waiting_[slot].request;
 }
 
-const Request* Controller::find_local_on_slot(const std::string& key, size_t key_hash,
-                                              int slot) const {
-  auto it = pending_.find(TensorKeyRef(key, key_hash));
-  return it == pending_.end() || it->second.cache_slot != slot ? nullptr : &it->second.request;
-}
-
-bool Controller::take_local(const std::string& key, Request* out, size_t key_hash) {
-  auto it = pending_.find(TensorKeyRef(key, key_hash));
+bool Controller::take_local(const Response& response, Request* out) {
+  // A response read from the cache finds its request by slot: whatever waits there
+  // waits for the tensor the slot holds (a slot's request leaves it before the slot
+  // changes hands), and the slot held this response's tensor if the hashes agree.
+  const int slot = response.cache_slot;
+  if (slot >= 0 && static_cast<size_t>(slot) < waiting_.size() && waiting_on(slot) &&
+      cache_.at(slot).key_hash == TensorKeyRef(response.key, response.key_hash).hash) {
+    release_slot(slot);
+    *out = std::move(waiting_[slot].request);  // one move, not two through a Local
+    return true;
+  }
+  auto it = pending_.find(TensorKeyRef(response.key, response.key_hash));
   if (it == pending_.end()) return false;
   auto node = pending_.extract(it);
   *out = std::move(node.mapped().request);
@@ -494,6 +552,9 @@ bool Controller::take_local(const std::string& key, Request* out, size_t key_has
 
 std::vector<Request> Controller::take_all_local() {
   std::vector<Request> out;
+  for (size_t slot = 0; slot < waiting_.size(); ++slot)
+    if (waiting_on(static_cast<int>(slot)))
+      out.push_back(std::move(take_waiting(static_cast<int>(slot)).request));
   for (auto& kv : pending_) out.push_back(std::move(kv.second.request));
   pending_.clear();
   unannounced_.clear();
@@ -525,13 +586,16 @@ std::string Controller::describe_pending(size_t max_names) const {
   size_t listed = 0;
   OpType last = OpType::Join;
   bool first = true;
-  for (const auto& kv : pending_) {
-    if (listed == max_names) return out + ", ... (" + std::to_string(pending_.size()) + " tensors)";
-    const Request& r = kv.second.request;
-    if (first || r.spec.op != last) out += std::string(first ? "" : ", ") + op_type_name(r.spec.op) + " of ";
+  std::vector<const Request*> all;
+  for (const auto& kv : pending_) all.push_back(&kv.second.request);
+  for (size_t slot = 0; slot < waiting_.size(); ++slot)
+    if (waiting_on(static_cast<int>(slot))) all.push_back(&waiting_[slot].request);
+  for (const Request* r : all) {
+    if (listed == max_names) return out + ", ... (" + std::to_string(all.size()) + " tensors)";
+    if (first || r->spec.op != last) out += std::string(first ? "" : ", ") + op_type_name(r->spec.op) + " of ";
     else out += ", ";
-    out += "'" + r.name + "'";
-    last = r.spec.op;
+    out += "'" + r->name + "'";
+    last = r->spec.op;
     first = false;
     ++listed;
   }

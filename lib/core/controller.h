@@ -49,7 +49,7 @@ class Controller {
   // Takes new local requests (already checked for duplicate names).
   void intake(std::vector<Request>&& requests);
 
-  bool busy() const { return !pending_.empty(); }
+  bool busy() const { return !pending_.empty() || waiting_count_ > 0; }
   bool has_unannounced() const { return !unannounced_.empty(); }
 
   size_t bit_words() const { return 3 * words_ + 1; }
@@ -77,13 +77,11 @@ class Controller {
   // after them are stale; they are kept so that their memory is reused.
   size_t take_ready(std::vector<Response>* out);
 
-  // The local request for a response key, or nullptr (not a member, or joined).
-  // key_hash: hash_key(key), or 0 (computed here).
-  Request* find_local(const std::string& key, size_t key_hash = 0);
-  // The local request for key if it waits on cache slot `slot`, else nullptr.
-  const Request* find_local_on_slot(const std::string& key, size_t key_hash, int slot) const;
-  // Removes the local request of key (to complete it).
-  bool take_local(const std::string& key, Request* out, size_t key_hash = 0);
+  // The local request waiting on cache slot `slot` for that slot's tensor, else nullptr.
+  const Request* find_local_on_slot(int slot) const;
+  // Removes the local request of a response (to complete it); false if this rank has
+  // none (not a member, or joined).
+  bool take_local(const Response& response, Request* out);
   // Every local request (shutdown).
   std::vector<Request> take_all_local();
 
@@ -138,7 +136,6 @@ class Controller {
  private:
   struct Local {
     Request request;
-    int cache_slot = -1;    // >= 0: waiting for the AND of slot's ready bits
     bool announced = false;
     double since = 0;       // when this rank took the request in
   };
@@ -151,10 +148,20 @@ class Controller {
     double first_seen = 0;
   };
 
+  // The response cache slot of a request's key, or -1: the hint its name entry keeps
+  // (core/name_table.h) while the slot is still the one found for it, else a lookup.
+  int cached_slot(const Request& r);
   void add_response(Response&& response);
   void add_ready(const Response& response);
   void add_ready(Response&& response);
   void forget_slot(int slot);
+  // The local request waiting on slot goes back to announcements (its slot is about to
+  // be dropped or reused); none: nothing to do.
+  void stop_waiting(int slot);
+  bool waiting_on(int slot) const { return waiting_bits_[slot / 64] >> (slot % 64) & 1; }
+  Local take_waiting(int slot);
+  void release_slot(int slot);  // marks slot free; its Local is then moved out
+  void add_pending(Local&& local);
   // Completes an announcement if every member has announced it or has joined.
   bool try_complete(const std::string& key, Announcement& a, const ProcessSet& set);
   void record_join(int world_rank, const std::string& key, const std::string& name);
@@ -167,12 +174,19 @@ class Controller {
   size_t words_;
   ProcessSetTable* sets_;
   ResponseCache cache_;
-  // Pending requests by key. Nodes of completed requests are kept for reuse: the
-  // same tensors come back every step, and a node and a key allocation per tensor
-  // were a measurable share of a small tensor's cost.
+  // Local requests are pending in one of two places. Those the response cache knows
+  // wait on their slot: waiting_[slot], one at most per slot (a name is in flight once),
+  // found by slot without a lookup: in steady state every tensor of a step. The rest
+  // (announced by name) are kept by key. Nodes of completed requests are kept for
+  // reuse: a node and a key allocation per tensor were a measurable share of a small
+  // tensor's cost.
   using PendingMap = std::unordered_map<TensorKey, Local, TensorKeyHash, TensorKeyEqual>;
   PendingMap pending_;
   NodePool<PendingMap> spare_pending_;
+  std::vector<Local> waiting_;          // by cache slot
+  std::vector<uint64_t> waiting_bits_;  // slots with a local request waiting, 64 a word
+  size_t waiting_count_ = 0;
+  std::string scratch_key_;  // a key in a process set other than the global one
   std::vector<std::string> unannounced_;   // keys, in enqueue order
   std::vector<int> invalid_slots_;
   std::unordered_map<std::string, Announcement> table_;

@@ -82,8 +82,7 @@ void Executor::run(const Batch& batch, const std::vector<Response>& responses,
   std::vector<Request*> locals(batch.items.size(), nullptr);
   size_t have = 0;
   for (size_t k = 0; k < batch.items.size(); ++k) {
-    if (controller.take_local(responses[batch.items[k]].key, &taken_[have],
-                              responses[batch.items[k]].key_hash)) {
+    if (controller.take_local(responses[batch.items[k]], &taken_[have])) {
       locals[k] = &taken_[have];
       ++have;
     }

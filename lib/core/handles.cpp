@@ -23,11 +23,11 @@ void HandleState::reset(int parts) {
   remaining_.store(parts, std::memory_order_relaxed);
   done_.store(0, std::memory_order_relaxed);
   has_error_.store(false, std::memory_order_relaxed);
-  // The slot is this thread's alone now (the table's lock ordered the last user's
-  // accesses before this), but the lock keeps the rule "these fields under mutex_".
-  std::lock_guard<std::mutex> lock(mutex_);
-  waiter_ = nullptr;
-  error_ = Error::success();
+  // The slot is this thread's alone now: the table's lock ordered the last user's
+  // accesses before this, so mutex_ is not needed (a lock per tensor was a measurable
+  // share of a small tensor's cost), and only what was set needs clearing.
+  if (waiter_) waiter_ = nullptr;
+  if (!error_.ok()) error_ = Error::success();
 }
 
 void HandleState::complete(const Error& result) {

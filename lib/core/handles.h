@@ -54,12 +54,12 @@ class HandleState {
 
   std::atomic<bool> queued_{false};
   std::atomic<uint64_t> queued_at_{0};
-  StreamWaiter waiter_;  // guarded by mutex_
+  StreamWaiter waiter_;  // guarded by mutex_ (but see reset())
   std::atomic<int> remaining_{1};
   std::atomic<int> done_{0};
   std::atomic<bool> has_error_{false};  // error_ holds a failure
   mutable std::mutex mutex_;
-  Error error_;
+  Error error_;  // guarded by mutex_ (but see reset())
   std::string name_;  // written before the request is queued, read by the waiter
 };
 

@@ -13,6 +13,8 @@
 
 namespace hvd {
 
+struct NameEntry;  // core/name_table.h
+
 enum class OpType : uint8_t {
   Allreduce = 0,
   Broadcast,
@@ -71,6 +73,9 @@ struct Request {
   // hash_key of the request's key (process set and name), set when it is queued;
   // 0 until then.
   size_t key_hash = 0;
+  // The name's entry in the queue's table of names (core/name_table.h), set when it is
+  // queued; released when the operation completes.
+  NameEntry* name_entry = nullptr;
 };
 
 // Names libhvd gives unnamed calls: "<op>.noname.<n>", n counting per process set

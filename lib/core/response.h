@@ -19,6 +19,13 @@ struct Response {
   // row r holding what set rank r sends to each rank.
   std::vector<int64_t> per_rank;
   Error error;       // set: the tensor fails with this on every rank that has it
+  // The response cache slot it was read from (core/controller.h: local requests wait
+  // there), or -1 for a response negotiated by name.
+  int32_t cache_slot = -1;
+  // Set by the response cache on each put, unique in the process: a copy whose slot
+  // and version match the slot's response is that response (Controller::add_ready
+  // then skips the copy). 0 for a response that is not a cached copy.
+  uint64_t version = 0;
 
   // The spec set rank r announced (the common spec with its own rows or splits).
   TensorSpec spec_for(int set_rank, int set_size) const;

@@ -1,6 +1,17 @@
 #include "core/response_cache.h"
 
+#include <atomic>
+
 namespace hvd {
+
+namespace {
+// Versions of cached responses, unique across every cache of the process (a cache
+// made again, when it is switched off and on, must not repeat an earlier one's).
+uint64_t next_version() {
+  static std::atomic<uint64_t> counter{0};
+  return counter.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+}  // namespace
 
 TensorSpec Response::spec_for(int set_rank, int set_size) const {
   TensorSpec s = spec;
@@ -22,6 +33,7 @@ ResponseCache::ResponseCache(size_t capacity)
     : slots_(capacity),
       used_((capacity + 63) / 64, 0),
       other_set_((capacity + 63) / 64, 0),
+      owner_(capacity, 0),
       lru_pos_(capacity) {
   for (size_t i = capacity; i > 0; --i) free_.push_back(static_cast<int>(i - 1));
 }
@@ -38,6 +50,8 @@ int ResponseCache::put(const Response& response, std::string* evicted_key) {
   if (slot >= 0) {
     slots_[slot] = response;
     slots_[slot].key_hash = key.hash;
+    slots_[slot].cache_slot = slot;
+    slots_[slot].version = next_version();
     touch(slot);
     return slot;
   }
@@ -48,8 +62,11 @@ int ResponseCache::put(const Response& response, std::string* evicted_key) {
   }
   slot = free_.back();
   free_.pop_back();
+  owner_[slot] = 0;
   slots_[slot] = response;
   slots_[slot].key_hash = key.hash;
+  slots_[slot].cache_slot = slot;
+  slots_[slot].version = next_version();
   used_[slot / 64] |= uint64_t{1} << (slot % 64);
   if (response.spec.process_set != 0) other_set_[slot / 64] |= uint64_t{1} << (slot % 64);
   index_.emplace(TensorKey{response.key, key.hash}, slot);
@@ -70,6 +87,7 @@ void ResponseCache::erase(int slot) {
   used_[slot / 64] &= ~(uint64_t{1} << (slot % 64));
   other_set_[slot / 64] &= ~(uint64_t{1} << (slot % 64));
   slots_[slot] = Response{};
+  owner_[slot] = 0;
   free_.push_back(slot);
 }
 

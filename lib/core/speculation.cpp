@@ -48,7 +48,7 @@ bool Speculation::prepare(Controller& controller) {
   key_ = cached.key;
   spec_ = cached.spec;
   count_ = spec_.num_elements();
-  const Request* local = controller.find_local_on_slot(cached.key, cached.key_hash, slot_);
+  const Request* local = controller.find_local_on_slot(slot_);
   if (local && local->spec == spec_) local_ = local;
   return true;
 }

@@ -28,7 +28,7 @@ Error TensorQueue::push(std::vector<Request>&& requests) {
     if (closed_) return make_error(HVD_ERR_SHUT_DOWN, "%s", close_reason_.c_str());
     for (size_t i = 0; i < requests.size(); ++i) {
       const Request& r = requests[i];
-      bool repeated = in_flight_.count(key_of(r.spec.process_set, r.name)) != 0;
+      bool repeated = names_.in_flight(r.spec.process_set, r.name);
       for (size_t j = 0; j < i && !repeated; ++j)
         repeated = requests[j].name == r.name && requests[j].spec.process_set == r.spec.process_set;
       if (repeated)
@@ -40,7 +40,7 @@ Error TensorQueue::push(std::vector<Request>&& requests) {
     const uint64_t drains = drains_.load(std::memory_order_relaxed);
     if (queue_.empty()) pusher_.store(current_thread_id(), std::memory_order_relaxed);
     for (Request& r : requests) {
-      insert_in_flight(r);  // checked above: not in flight
+      acquire_name(r);  // checked above: not in flight
       if (r.handle) r.handle->set_queued_at(drains);
       queue_.push_back(std::move(r));
     }
@@ -65,7 +65,7 @@ Error TensorQueue::push(Request&& request, std::string* spare_name) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closed_) return make_error(HVD_ERR_SHUT_DOWN, "%s", close_reason_.c_str());
-    if (!insert_in_flight(request))
+    if (!acquire_name(request))
       return make_error(HVD_ERR_DUPLICATE_NAME,
                         "a tensor named '%s' is already in flight on this rank; wait for "
                         "its handle before reusing the name, or give this one another name",
@@ -85,23 +85,20 @@ Error TensorQueue::push(Request&& request, std::string* spare_name) {
   return Error::success();
 }
 
-bool TensorQueue::insert_in_flight(Request& request) {
-  auto node = spare_nodes_.take();
-  TensorKey& key = node.value();
-  key_into(request.spec.process_set, request.name, &key.str);  // reuses the string's capacity
-  key.hash = hash_key(key.str);
-  auto result = in_flight_.insert(std::move(node));
-  if (!result.inserted) {
-    spare_nodes_.give(std::move(result.node));
-    return false;
-  }
-  request.key_hash = result.position->hash;
-  return true;
+bool TensorQueue::acquire_name(Request& request) {
+  request.name_entry = names_.acquire(request.spec.process_set, request.name, &request.key_hash);
+  return request.name_entry != nullptr;
 }
 
-void TensorQueue::erase_in_flight(const TensorKeyRef& key) {
-  auto it = in_flight_.find(key);
-  if (it != in_flight_.end()) spare_nodes_.give(in_flight_.extract(it));
+void TensorQueue::release_locked(Request& r) {
+  if (r.name_entry) {
+    names_.release(r.name_entry);
+    r.name_entry = nullptr;
+  } else if (r.spec.process_set == 0) {
+    names_.release(TensorKeyRef(r.name, r.key_hash));
+  } else {
+    names_.release(TensorKeyRef(key_of(r.spec.process_set, r.name), r.key_hash));
+  }
 }
 
 void TensorQueue::drain(std::vector<Request>* out) {
@@ -120,17 +117,18 @@ void TensorQueue::drain(std::vector<Request>* out) {
 
 void TensorQueue::release_name(const std::string& key) {
   std::lock_guard<std::mutex> lock(mutex_);
-  erase_in_flight(TensorKeyRef(key, 0));
+  names_.release(TensorKeyRef(key, 0));
+}
+
+void TensorQueue::release_name(Request& completed) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  release_locked(completed);
 }
 
 void TensorQueue::release_names(std::vector<Request>& completed) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (Request& r : completed) {
-    if (r.spec.process_set == 0) {
-      erase_in_flight(TensorKeyRef(r.name, r.key_hash));
-    } else {
-      erase_in_flight(TensorKeyRef(key_of(r.spec.process_set, r.name), r.key_hash));
-    }
+    release_locked(r);
     if (r.name.capacity() > kInlineCapacity && spare_names_.size() < kMaxSpareNames) {
       spare_names_.push_back(std::move(r.name));
       r.name.clear();

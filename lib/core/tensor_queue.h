@@ -7,11 +7,10 @@
 #include <condition_variable>
 #include <mutex>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "base/tensor_key.h"
-#include "core/node_pool.h"
+#include "core/name_table.h"
 #include "core/request.h"
 
 namespace hvd {
@@ -31,6 +30,7 @@ class TensorQueue {
   void drain(std::vector<Request>* out);
 
   // Called when an operation completes: its name may be used again.
+  void release_name(Request& completed);
   void release_name(const std::string& key);
   // The same for several, under one lock. Their name strings are kept for push's
   // spare_name (the requests' names are left empty).
@@ -76,14 +76,12 @@ class TensorQueue {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<Request> queue_;
-  // Marks a request's name in flight with one lookup, reusing a node of a released
-  // name, and sets its key_hash; false if it is in flight already.
-  bool insert_in_flight(Request& request);
-  void erase_in_flight(const TensorKeyRef& key);
+  // Marks a request's name in flight with one lookup and sets its key_hash and
+  // name_entry; false if it is in flight already.
+  bool acquire_name(Request& request);
+  void release_locked(Request& request);
 
-  using KeySet = std::unordered_set<TensorKey, TensorKeyHash, TensorKeyEqual>;
-  KeySet in_flight_;
-  NodePool<KeySet> spare_nodes_;
+  NameTable names_;
   std::vector<std::string> spare_names_;  // released names' strings, for reuse
   bool poked_ = false;
   bool sleeping_ = false;  // the background thread waits on cv_

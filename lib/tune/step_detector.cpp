@@ -29,4 +29,25 @@ bool StepDetector::observe(std::string_view name, size_t hash) {
   return true;
 }
 
+bool StepDetector::observe(std::string_view name, size_t hash, int slot) {
+  if (slot < 0) return observe(name, hash);
+  const TensorKeyRef key(name, hash);
+  if (static_cast<size_t>(slot) >= slots_.size()) slots_.resize(static_cast<size_t>(slot) + 1);
+  SlotSeen& seen = slots_[static_cast<size_t>(slot)];
+  if (seen.hash != key.hash) {  // the slot's first sight of this key: by name
+    const bool ended = observe(name, key.hash);
+    seen.hash = key.hash;
+    seen.step = step_;
+    return ended;
+  }
+  if (seen.step != step_) {
+    seen.step = step_;
+    ++in_step_;
+    return false;
+  }
+  seen.step = ++step_;  // seen in this step already: it begins the next one
+  in_step_ = 1;
+  return true;
+}
+
 }  // namespace hvd

@@ -527,6 +527,26 @@ void steps_end_when_a_name_returns(void**) {
   assert_false(d.observe("b"));
 }
 
+// Tensors read from the response cache are known by their slot: the same boundaries as
+// by name, also while tensors move between the two ways and when a slot changes tensor.
+void steps_seen_through_cache_slots(void**) {
+  StepDetector d;
+  auto observe = [&](const char* name, int slot) { return d.observe(name, hash_key(name), slot); };
+  // Step 1 by name (negotiated), step 2 from the cache, step 3 with b by name again.
+  assert_false(observe("a", -1));
+  assert_false(observe("b", -1));
+  assert_true(observe("a", 0));
+  assert_false(observe("b", 1));
+  assert_true(observe("a", 0));
+  assert_false(observe("b", -1));
+  // Slot 1 now holds c: not b seen again, so no boundary; a's return still is one.
+  assert_false(observe("c", 1));
+  assert_true(observe("a", 0));
+  assert_false(observe("b", -1));
+  assert_false(observe("c", 1));
+  assert_true(observe("c", 1));  // c twice in a step: the next begins
+}
+
 // Names that never come back (automatic names count up) do not pile up, and pruning
 // them changes no step boundary.
 void steps_forget_names_that_stop_coming(void**) {
@@ -606,6 +626,7 @@ int main() {
       cmocka_unit_test(tiny_budgets),
       cmocka_unit_test(csv_log),
       cmocka_unit_test(steps_end_when_a_name_returns),
+      cmocka_unit_test(steps_seen_through_cache_slots),
       cmocka_unit_test(steps_forget_names_that_stop_coming),
       cmocka_unit_test(invalid_configs_are_errors),
   };

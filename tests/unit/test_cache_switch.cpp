@@ -6,6 +6,9 @@
 // exactly once, in the same order on every rank, and none may be left waiting.
 // Also: a request that waits long on the cache is announced by name, so the stall
 // inspector can name the rank that has not submitted it, once per tensor.
+// Requests go through a name table as the queue's push does (core/name_table.h), so the
+// cache slot hints their names keep are used as in a job, and each rank keeps its ready
+// vector from round to round as the background thread does (its elements are reused).
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -13,6 +16,7 @@
 #include <vector>
 
 #include "core/controller.h"
+#include "core/name_table.h"
 
 // After our headers: cmocka.h defines a fail() macro.
 extern "C" {
@@ -29,7 +33,10 @@ namespace {
 struct SimRank {
   ProcessSetTable sets;
   std::unique_ptr<Controller> controller;
+  NameTable names;
+  std::vector<Response> ready;
   std::vector<std::string> executed;  // keys, in execution order
+  std::vector<TensorSpec> executed_specs;  // the responses' specs, alike
 };
 
 class Simulation {
@@ -53,6 +60,9 @@ class Simulation {
   const std::vector<std::string>& executed(int r) const {
     return ranks_[static_cast<size_t>(r)].executed;
   }
+  const std::vector<TensorSpec>& executed_specs(int r) const {
+    return ranks_[static_cast<size_t>(r)].executed_specs;
+  }
 
   void submit(int r, const std::string& name, int64_t count, OpType op = OpType::Allreduce) {
     Request req;
@@ -60,6 +70,8 @@ class Simulation {
     req.spec.op = op;
     req.spec.root = op == OpType::Broadcast ? 0 : -1;
     req.spec.shape = {count};
+    req.name_entry = ranks_[static_cast<size_t>(r)].names.acquire(0, name, &req.key_hash);
+    assert_non_null(req.name_entry);  // not in flight already
     std::vector<Request> v;
     v.push_back(std::move(req));
     at(r).intake(std::move(v));
@@ -92,13 +104,17 @@ class Simulation {
         assert_true(rank.controller->apply_messages(data, counts, displs).ok());
     }
     for (auto& rank : ranks_) {
-      std::vector<Response> ready;
+      std::vector<Response>& ready = rank.ready;
       size_t n = rank.controller->take_ready(&ready);
       for (size_t i = 0; i < n; ++i) {
         assert_true(ready[i].error.ok());
         Request local;
-        assert_true(rank.controller->take_local(ready[i].key, &local));  // it was pending
+        assert_true(rank.controller->take_local(ready[i], &local));  // it was pending
+        assert_string_equal(local.name.c_str(), ready[i].name.c_str());  // and is this one
+        assert_true(local.spec.shape == ready[i].spec.shape);
+        rank.names.release(local.name_entry);
         rank.executed.push_back(ready[i].key);
+        rank.executed_specs.push_back(ready[i].spec);
       }
     }
     bool busy = false;
@@ -237,6 +253,58 @@ void run_until_idle(Simulation& sim) {
   }
 }
 
+// A name's cache slot hint outlives the slot: once another tensor (of the same spec)
+// holds the slot, the name is looked up again (and announced), never run as the slot's
+// tensor.
+void a_stale_slot_hint_is_not_used(void**) {
+  Simulation sim(2, 1);
+  for (const char* name : {"a", "a", "b", "a"}) {  // a cached, a from its slot, b evicts a
+    for (int r = 0; r < 2; ++r) sim.submit(r, name, 4);
+    run_until_idle(sim);
+  }
+  const std::vector<std::string> want = {"a", "a", "b", "a"};
+  for (int r = 0; r < 2; ++r) assert_true(sim.executed(r) == want);
+}
+
+// A request waiting on a slot whose tensor is evicted (other tensors were negotiated
+// meanwhile) is announced by name and runs once, when the other rank submits it.
+void eviction_sends_a_waiting_request_to_announcements(void**) {
+  Simulation sim(2, 2);
+  for (int r = 0; r < 2; ++r) sim.submit(r, "a", 4);
+  run_until_idle(sim);
+  sim.submit(0, "a", 4);  // waits on a's slot: rank 1 has not submitted it
+  sim.round();
+  for (int r = 0; r < 2; ++r) {
+    sim.submit(r, "b", 8);
+    sim.submit(r, "c", 8);  // with b, fills the cache: a is evicted
+  }
+  run_until_idle(sim);
+  assert_true(sim.at(0).busy());  // a still waits, now by name
+  sim.submit(1, "a", 4);
+  run_until_idle(sim);
+  assert_false(sim.at(0).busy());
+  for (int r = 0; r < 2; ++r) {
+    assert_int_equal(std::count(sim.executed(r).begin(), sim.executed(r).end(), "a"), 2);
+    assert_true(sim.executed(r) == sim.executed(0));
+  }
+}
+
+// A ready response reuses the element of an earlier round; when that element was a copy
+// of the same slot's earlier response (the tensor's spec changed since), it is copied
+// again, not taken as it is.
+void a_changed_cached_spec_is_copied_again(void**) {
+  Simulation sim(2, 8);
+  for (int64_t count : {4, 4, 4, 6, 6}) {  // 6: the cached spec is dropped and agreed anew
+    for (int r = 0; r < 2; ++r) sim.submit(r, "a", count);
+    run_until_idle(sim);
+  }
+  for (int r = 0; r < 2; ++r) {
+    const std::vector<TensorSpec>& specs = sim.executed_specs(r);
+    assert_int_equal(specs.size(), 5);
+    for (size_t i = 0; i < specs.size(); ++i) assert_int_equal(specs[i].shape[0], i < 3 ? 4 : 6);
+  }
+}
+
 // Tensors every rank ran before; ranks 0 and 1 submit them again, rank 2 does not.
 void stall_on_cached_tensors_names_the_missing_rank(size_t capacity) {
   Simulation sim(3, capacity);
@@ -285,6 +353,9 @@ int main() {
       cmocka_unit_test(waiting_on_a_slot_goes_back_to_announcements),
       cmocka_unit_test(no_capacity_means_no_cache),
       cmocka_unit_test(random_interleavings_with_switches),
+      cmocka_unit_test(a_stale_slot_hint_is_not_used),
+      cmocka_unit_test(eviction_sends_a_waiting_request_to_announcements),
+      cmocka_unit_test(a_changed_cached_spec_is_copied_again),
   };
   return cmocka_run_group_tests_name("cache_switch", tests, nullptr, nullptr);
 }

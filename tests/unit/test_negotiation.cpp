@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "core/agreement.h"
 #include "core/fusion_planner.h"
+#include "core/name_table.h"
 #include "core/response_cache.h"
 #include "core/tensor_queue.h"
 #include "core/wire.h"
@@ -471,11 +472,51 @@ void scaling_copies(void**) {
 
 }  // namespace
 
+// Names are interned: a name that comes back gets its entry back (the hints kept in it
+// stay), names libhvd makes up are forgotten when released, and the table stays
+// bounded however many names a job makes up.
+void names_are_interned_and_bounded(void**) {
+  NameTable names;
+  size_t hash = 0;
+  NameEntry* a = names.acquire(0, "grad.a", &hash);
+  assert_non_null(a);
+  assert_true(hash == hash_key("grad.a"));
+  assert_null(names.acquire(0, "grad.a", &hash));  // in flight
+  NameEntry* other_set = names.acquire(1, "grad.a", &hash);
+  assert_non_null(other_set);
+  assert_true(other_set != a);
+  assert_true(hash == hash_key(TensorQueue::key_of(1, "grad.a")));
+  const uint64_t serial = a->serial;
+  a->cache_slot = 7;
+  names.release(a);
+  NameEntry* again = names.acquire(0, "grad.a", &hash);
+  assert_true(again == a);
+  assert_true(again->serial == serial);
+  assert_int_equal(again->cache_slot, 7);
+  names.release(TensorKeyRef("grad.a", 0));  // by key
+  assert_non_null(names.acquire(0, "grad.a", &hash));
+
+  const size_t kept = names.size();
+  NameEntry* automatic = names.acquire(0, std::string("allreduce") + kAutoNameInfix + "3", &hash);
+  assert_int_equal(names.size(), kept + 1);
+  names.release(automatic);
+  assert_int_equal(names.size(), kept);
+
+  for (size_t i = 0; i < NameTable::kMaxKeptNames + 1000; ++i)
+    names.release(names.acquire(0, "made.up." + std::to_string(i), &hash));
+  assert_true(names.size() <= NameTable::kMaxKeptNames);
+  // A new entry at a reused address is a new serial: hints keyed by serial do not carry.
+  NameEntry* fresh = names.acquire(0, "made.up.x", &hash);
+  assert_true(fresh->serial > serial);
+  assert_int_equal(fresh->cache_slot, -1);
+}
+
 int main() {
   const CMUnitTest tests[] = {
       cmocka_unit_test(cache_evicts_least_recently_used),
       cmocka_unit_test(cache_of_capacity_zero_holds_nothing),
       cmocka_unit_test(keys_hashed_once_match_keys_hashed_late),
+      cmocka_unit_test(names_are_interned_and_bounded),
       cmocka_unit_test(cache_bitmaps_follow_slots),
       cmocka_unit_test(fused_cursor_covers_every_element_once),
       cmocka_unit_test(identical_caches_from_identical_histories),

@@ -1,0 +1,57 @@
+#include "core/name_table.h"
+
+#include "core/request.h"
+#include "core/tensor_queue.h"
+
+namespace hvd {
+
+const std::string& NameTable::key_for(int32_t process_set, const std::string& name) {
+  if (process_set == 0) return name;  // the global set's keys are the names
+  TensorQueue::key_into(process_set, name, &scratch_);
+  return scratch_;
+}
+
+NameEntry* NameTable::acquire(int32_t process_set, const std::string& name, size_t* key_hash) {
+  const std::string& key = key_for(process_set, name);
+  const TensorKeyRef ref(key, 0);
+  *key_hash = ref.hash;
+  auto it = map_.find(ref);
+  if (it != map_.end()) {
+    if (it->second.in_flight) return nullptr;
+    it->second.in_flight = true;
+    return &it->second;
+  }
+  auto node = spare_nodes_.take();
+  node.key().str.assign(key);  // reuses the spare node's string capacity
+  node.key().hash = ref.hash;
+  NameEntry& e = node.mapped();
+  e = NameEntry{};
+  e.in_flight = true;
+  e.transient = name.find(kAutoNameInfix) != std::string::npos || map_.size() >= kMaxKeptNames;
+  e.serial = next_serial_++;
+  auto result = map_.insert(std::move(node));
+  result.position->second.key = &result.position->first;
+  return &result.position->second;
+}
+
+bool NameTable::in_flight(int32_t process_set, const std::string& name) {
+  auto it = map_.find(TensorKeyRef(key_for(process_set, name), 0));
+  return it != map_.end() && it->second.in_flight;
+}
+
+void NameTable::release(NameEntry* entry) {
+  entry->in_flight = false;
+  if (entry->transient) forget(entry);
+}
+
+void NameTable::release(const TensorKeyRef& key) {
+  auto it = map_.find(key);
+  if (it != map_.end()) release(&it->second);
+}
+
+void NameTable::forget(NameEntry* entry) {
+  auto it = map_.find(TensorKeyRef(entry->key->str, entry->key->hash));
+  if (it != map_.end()) spare_nodes_.give(map_.extract(it));
+}
+
+}  // namespace hvd

@@ -1,0 +1,60 @@
+// The names in flight on this rank, interned. Each key (process set and name, as
+// TensorQueue::key_of makes it) gets an entry that outlives its operation, so a
+// tensor that comes back every step is found with one lookup when it is pushed and
+// released with none (its request carries the entry), and the background thread
+// keeps what it learned about the tensor (its response cache slot) in the entry
+// instead of looking the key up again. Used under TensorQueue's lock, except the
+// background thread's hint, which only that thread reads and writes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+#include "base/tensor_key.h"
+#include "core/node_pool.h"
+
+namespace hvd {
+
+struct NameEntry {
+  bool in_flight = false;
+  // Forgotten when released: names libhvd made up (new every call), and every name
+  // once the table holds kMaxKeptNames.
+  bool transient = false;
+  // Unique per entry made, never 0: tells an entry from an earlier one that lived at
+  // the same address (ResponseCache::owner).
+  uint64_t serial = 0;
+  // The background thread's hint: the response cache slot last found for this key
+  // (valid while the cache says this entry owns it), or -1.
+  int32_t cache_slot = -1;
+  const TensorKey* key = nullptr;  // the table's key of this entry
+};
+
+class NameTable {
+ public:
+  // The entry of (process_set, name), made if new, marked in flight; *key_hash gets
+  // the key's hash. nullptr when the name is in flight already.
+  NameEntry* acquire(int32_t process_set, const std::string& name, size_t* key_hash);
+  bool in_flight(int32_t process_set, const std::string& name);
+  // The operation is done: the name may be used again.
+  void release(NameEntry* entry);
+  void release(const TensorKeyRef& key);
+  size_t size() const { return map_.size(); }
+
+  // Kept names beyond this are forgotten when released, so a job that makes up new
+  // names all the time holds only those in flight.
+  static constexpr size_t kMaxKeptNames = 65536;
+
+ private:
+  const std::string& key_for(int32_t process_set, const std::string& name);
+  void forget(NameEntry* entry);
+
+  using Map = std::unordered_map<TensorKey, NameEntry, TensorKeyHash, TensorKeyEqual>;
+  Map map_;
+  NodePool<Map> spare_nodes_;
+  std::string scratch_;  // the key of a name in a process set other than the global one
+  uint64_t next_serial_ = 1;
+};
+
+}  // namespace hvd
