@@ -14,16 +14,18 @@ namespace {
 Error allreduce_request(const void* sendbuf, void* recvbuf, int64_t count, hvd_dtype_t dtype,
                         hvd_reduce_op_t op, std::string name, const OpOptions& opts,
                         const OptionsShape& shape, Request* out) {
-  Error err = check_dtype(dtype);
-  if (err.ok()) err = check_reduce_op(op);
-  if (err.ok()) err = check_count(count, dtype);
-  if (err.ok()) err = check_options_shape(shape, count);
-  if (!err.ok()) return err;
+  // Early returns: each check's Error is made in place and dropped, never assigned
+  // over another (a string move per check was a measurable share of a small tensor's
+  // cost).
+  HVD_RETURN_IF_ERROR(check_dtype(dtype));
+  HVD_RETURN_IF_ERROR(check_reduce_op(op));
+  HVD_RETURN_IF_ERROR(check_count(count, dtype));
+  HVD_RETURN_IF_ERROR(check_options_shape(shape, count));
   const int64_t bytes = count * static_cast<int64_t>(dtype_size(dtype));
-  if (!(err = check_buffer(sendbuf, bytes, "sendbuf")).ok()) return err;
-  if (!(err = check_buffer(recvbuf, bytes, "recvbuf")).ok()) return err;
-  if (!(err = check_placement(sendbuf, opts.device, name, "sendbuf")).ok()) return err;
-  if (!(err = check_placement(recvbuf, opts.device, name, "recvbuf")).ok()) return err;
+  HVD_RETURN_IF_ERROR(check_buffer(sendbuf, bytes, "sendbuf"));
+  HVD_RETURN_IF_ERROR(check_buffer(recvbuf, bytes, "recvbuf"));
+  HVD_RETURN_IF_ERROR(check_placement(sendbuf, opts.device, name, "sendbuf"));
+  HVD_RETURN_IF_ERROR(check_placement(recvbuf, opts.device, name, "recvbuf"));
   fill_request(out, std::move(name), opts, OpType::Allreduce, dtype);  // *out is fresh
   out->spec.reduce_op = op;
   set_counted_shape(shape, count, &out->spec);

@@ -257,12 +257,10 @@ Error resolve_name(Runtime& rt, const char* name, const char* op, int32_t proces
 
 Error begin(const Call& call, const hvd_op_options_t* options, std::shared_ptr<Runtime>* rt,
             OpOptions* opts, std::shared_ptr<ProcessSet>* set, std::string* resolved) {
-  Error err = require_runtime(call.function, rt);
-  if (err.ok())
-    err = resolve_name(**rt, call.name, call.op, named_process_set(options), resolved);
-  if (err.ok()) err = read_options(options, opts);
-  if (err.ok()) err = check_process_set(**rt, opts->process_set, set);
-  return err;
+  HVD_RETURN_IF_ERROR(require_runtime(call.function, rt));
+  HVD_RETURN_IF_ERROR(resolve_name(**rt, call.name, call.op, named_process_set(options), resolved));
+  HVD_RETURN_IF_ERROR(read_options(options, opts));
+  return check_process_set(**rt, opts->process_set, set);
 }
 
 Error check_group(int ntensors, std::initializer_list<ArrayArgument> arrays, const char* op) {

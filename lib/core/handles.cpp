@@ -111,7 +111,7 @@ void HandleRef::reset() {
 }
 
 hvd_handle_t HandleTable::add(int parts, HandleState** state) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> guard(lock_);
   uint32_t slot;
   if (!free_.empty()) {
     slot = free_.back();
@@ -142,12 +142,12 @@ HandleRef HandleTable::pin_locked(hvd_handle_t handle) {
 }
 
 HandleRef HandleTable::find(hvd_handle_t handle) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> guard(lock_);
   return pin_locked(handle);
 }
 
 HandleRef HandleTable::take(hvd_handle_t handle) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> guard(lock_);
   HandleRef ref = pin_locked(handle);
   if (ref) {
     Slot& s = slots_[static_cast<size_t>((static_cast<uint64_t>(handle) & 0xffffffffu) - 1)];
@@ -159,13 +159,13 @@ HandleRef HandleTable::take(hvd_handle_t handle) {
 }
 
 void HandleTable::unpin(uint32_t slot) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> guard(lock_);
   Slot& s = slots_[slot];
   if (--s.pins == 0 && !s.live) free_.push_back(slot);
 }
 
 size_t HandleTable::size() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> guard(lock_);
   return live_;
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/spin_lock.h"
 #include "hvd/hvd.h"
 
 namespace hvd {
@@ -112,7 +113,7 @@ class HandleTable {
   HandleRef pin_locked(hvd_handle_t handle);
   void unpin(uint32_t slot);
 
-  std::mutex mutex_;
+  SpinLock lock_;  // every call takes it, for a few instructions
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_;
   size_t live_ = 0;

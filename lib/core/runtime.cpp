@@ -10,6 +10,7 @@
 #include <ctime>
 #include <mutex>
 
+#include "base/spin_lock.h"
 #include "core/background.h"
 #include "core/enqueue.h"
 #include "base/log.h"
@@ -23,7 +24,7 @@ namespace hvd {
 namespace {
 
 std::mutex g_lifecycle_mutex;  // serializes init and shutdown
-std::mutex g_runtime_mutex;    // guards g_runtime; never held while waiting
+SpinLock g_runtime_lock;  // guards g_runtime; held only to copy or swap the pointer
 std::shared_ptr<Runtime> g_runtime;
 bool g_we_initialized_mpi = false;
 bool g_atexit_registered = false;
@@ -154,7 +155,7 @@ bool in_forked_child() { return g_forked_child; }
 
 std::shared_ptr<Runtime> current_runtime() {
   if (g_forked_child) return nullptr;
-  std::lock_guard<std::mutex> lock(g_runtime_mutex);
+  std::lock_guard<SpinLock> lock(g_runtime_lock);
   return g_runtime;
 }
 
@@ -282,7 +283,7 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
   HVD_LOG(Debug, "initialized: rank %d of %d, local %d of %d, cross %d of %d", rt->rank, rt->size,
           rt->local_rank, rt->local_size, rt->cross_rank, rt->cross_size);
   {
-    std::lock_guard<std::mutex> lock(g_runtime_mutex);
+    std::lock_guard<SpinLock> lock(g_runtime_lock);
     g_runtime = rt;
   }
   set_wait_spin_us(rt->params.spin_us);
@@ -294,7 +295,7 @@ Error runtime_shutdown() {
   std::lock_guard<std::mutex> lifecycle(g_lifecycle_mutex);
   std::shared_ptr<Runtime> rt;
   {
-    std::lock_guard<std::mutex> lock(g_runtime_mutex);
+    std::lock_guard<SpinLock> lock(g_runtime_lock);
     rt.swap(g_runtime);
   }
   if (!rt) return Error::success();
