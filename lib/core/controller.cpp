@@ -41,13 +41,13 @@ bool Controller::joined_locally() const {
   return false;  // a join is never cached, so never waits on a slot
 }
 
-void Controller::add_pending(Local&& local) {
+const std::string& Controller::add_pending(Local&& local) {
   auto node = spare_pending_.take();
   TensorKey& key = node.key();
   TensorQueue::key_into(local.request.spec.process_set, local.request.name, &key.str);
   key.hash = local.request.key_hash ? local.request.key_hash : hash_key(key.str);
   node.mapped() = std::move(local);
-  pending_.insert(std::move(node));
+  return pending_.insert(std::move(node)).position->first.str;
 }
 
 void Controller::release_slot(int slot) {
@@ -64,8 +64,7 @@ void Controller::stop_waiting(int slot) {
   if (!waiting_on(slot)) return;
   Local local = take_waiting(slot);
   local.announced = false;
-  unannounced_.push_back(TensorQueue::key_of(local.request.spec.process_set, local.request.name));
-  add_pending(std::move(local));
+  unannounced_.push_back(add_pending(std::move(local)));
 }
 
 void Controller::intake(std::vector<Request>&& requests) {
@@ -102,8 +101,7 @@ void Controller::intake(std::vector<Request>&& requests) {
     Local local;
     local.since = now;
     local.request = std::move(r);
-    unannounced_.push_back(TensorQueue::key_of(local.request.spec.process_set, local.request.name));
-    add_pending(std::move(local));
+    unannounced_.push_back(add_pending(std::move(local)));
   }
 }
 
@@ -111,7 +109,7 @@ int Controller::cached_slot(const Request& r) {
   if (cache_.capacity() == 0) return -1;
   NameEntry* entry = r.name_entry;
   if (entry && entry->cache_slot >= 0 && entry->cache_slot < static_cast<int>(cache_.capacity()) &&
-      cache_.owner(entry->cache_slot) == entry->serial)
+      cache_.at(entry->cache_slot).version == entry->cache_version)
     return entry->cache_slot;
   const std::string* key = &r.name;  // the global set's keys are the names
   if (r.spec.process_set != 0) {
@@ -121,7 +119,7 @@ int Controller::cached_slot(const Request& r) {
   const int slot = cache_.find(*key, r.key_hash);
   if (entry) {
     entry->cache_slot = slot;
-    if (slot >= 0) cache_.set_owner(slot, entry->serial);
+    entry->cache_version = slot >= 0 ? cache_.at(slot).version : 0;
   }
   return slot;
 }

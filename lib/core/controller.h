@@ -149,7 +149,8 @@ class Controller {
   };
 
   // The response cache slot of a request's key, or -1: the hint its name entry keeps
-  // (core/name_table.h) while the slot is still the one found for it, else a lookup.
+  // (core/name_table.h) while the slot still holds the response found then, else a
+  // lookup.
   int cached_slot(const Request& r);
   void add_response(Response&& response);
   void add_ready(const Response& response);
@@ -161,7 +162,8 @@ class Controller {
   bool waiting_on(int slot) const { return waiting_bits_[slot / 64] >> (slot % 64) & 1; }
   Local take_waiting(int slot);
   void release_slot(int slot);  // marks slot free; its Local is then moved out
-  void add_pending(Local&& local);
+  // Keeps a request by key; returns the key.
+  const std::string& add_pending(Local&& local);
   // Completes an announcement if every member has announced it or has joined.
   bool try_complete(const std::string& key, Announcement& a, const ProcessSet& set);
   void record_join(int world_rank, const std::string& key, const std::string& name);

@@ -28,7 +28,6 @@ NameEntry* NameTable::acquire(int32_t process_set, const std::string& name, size
   e = NameEntry{};
   e.in_flight = true;
   e.transient = name.find(kAutoNameInfix) != std::string::npos || map_.size() >= kMaxKeptNames;
-  e.serial = next_serial_++;
   auto result = map_.insert(std::move(node));
   result.position->second.key = &result.position->first;
   return &result.position->second;

@@ -22,12 +22,11 @@ struct NameEntry {
   // Forgotten when released: names libhvd made up (new every call), and every name
   // once the table holds kMaxKeptNames.
   bool transient = false;
-  // Unique per entry made, never 0: tells an entry from an earlier one that lived at
-  // the same address (ResponseCache::owner).
-  uint64_t serial = 0;
-  // The background thread's hint: the response cache slot last found for this key
-  // (valid while the cache says this entry owns it), or -1.
+  // The background thread's hint: the response cache slot last found for this key,
+  // or -1, and the version of the response it held then (Response::version): valid
+  // while the slot still holds that version, which no other put ever repeats.
   int32_t cache_slot = -1;
+  uint64_t cache_version = 0;
   const TensorKey* key = nullptr;  // the table's key of this entry
 };
 
@@ -54,7 +53,6 @@ class NameTable {
   Map map_;
   NodePool<Map> spare_nodes_;
   std::string scratch_;  // the key of a name in a process set other than the global one
-  uint64_t next_serial_ = 1;
 };
 
 }  // namespace hvd

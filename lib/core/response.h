@@ -24,7 +24,8 @@ struct Response {
   int32_t cache_slot = -1;
   // Set by the response cache on each put, unique in the process: a copy whose slot
   // and version match the slot's response is that response (Controller::add_ready
-  // then skips the copy). 0 for a response that is not a cached copy.
+  // then skips the copy; a name's slot hint is valid while its version is the slot's).
+  // 0 for a response that is not a cached copy.
   uint64_t version = 0;
 
   // The spec set rank r announced (the common spec with its own rows or splits).

@@ -33,7 +33,6 @@ ResponseCache::ResponseCache(size_t capacity)
     : slots_(capacity),
       used_((capacity + 63) / 64, 0),
       other_set_((capacity + 63) / 64, 0),
-      owner_(capacity, 0),
       lru_pos_(capacity) {
   for (size_t i = capacity; i > 0; --i) free_.push_back(static_cast<int>(i - 1));
 }
@@ -62,7 +61,6 @@ int ResponseCache::put(const Response& response, std::string* evicted_key) {
   }
   slot = free_.back();
   free_.pop_back();
-  owner_[slot] = 0;
   slots_[slot] = response;
   slots_[slot].key_hash = key.hash;
   slots_[slot].cache_slot = slot;
@@ -87,7 +85,6 @@ void ResponseCache::erase(int slot) {
   used_[slot / 64] &= ~(uint64_t{1} << (slot % 64));
   other_set_[slot / 64] &= ~(uint64_t{1} << (slot % 64));
   slots_[slot] = Response{};
-  owner_[slot] = 0;
   free_.push_back(slot);
 }
 

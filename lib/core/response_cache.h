@@ -37,10 +37,6 @@ class ResponseCache {
   // Returns the slot; *evicted_key gets the key that was evicted, if any (its slot is
   // the one returned).
   int put(const Response& response, std::string* evicted_key);
-  // Who last found slot by its key and kept it as a hint (NameEntry::serial), so that
-  // it can use the slot again without a lookup; 0 after the slot changes hands.
-  uint64_t owner(int slot) const { return owner_[slot]; }
-  void set_owner(int slot, uint64_t serial) { owner_[slot] = serial; }
   void touch(int slot);
   void erase(int slot);
 
@@ -48,7 +44,6 @@ class ResponseCache {
   std::vector<Response> slots_;
   std::vector<uint64_t> used_;
   std::vector<uint64_t> other_set_;
-  std::vector<uint64_t> owner_;
   std::unordered_map<TensorKey, int, TensorKeyHash, TensorKeyEqual> index_;
   std::list<int> lru_;  // front = most recent
   std::vector<std::list<int>::iterator> lru_pos_;
