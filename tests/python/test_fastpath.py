@@ -230,3 +230,63 @@ def test_inplace_allreduce_of_every_kind_of_tensor(path):
     ht.synchronize(ht.allreduce_async_(t, name=f"fp.avg.{path}", prescale_factor=2.0,
                                        postscale_factor=0.5, process_set=hvd.global_process_set))
     assert torch.allclose(t, torch.full((4,), (n + 1) / 2.0))
+
+
+def test_inplace_allreduce_arguments_as_horovod_takes_them(path):
+    # allreduce_async_ is a C function where hvd._fastpath was built: positional and
+    # keyword arguments, process sets and scales of every accepted kind give what the
+    # Python function gives, and wrong calls raise Python's own errors.
+    n = hvd.size()
+    calls = {
+        "positional": lambda t, name: ht.allreduce_async_(t, None, name, ht.Sum),
+        "keywords": lambda t, name: ht.allreduce_async_(tensor=t, op=ht.Sum, name=name),
+        "average": lambda t, name: ht.allreduce_async_(t, average=False, name=name),
+        "set id": lambda t, name: ht.allreduce_async_(t, name=name, op=ht.Sum, process_set=0),
+        "int scales": lambda t, name: ht.allreduce_async_(t, name=name, op=ht.Sum,
+                                                          prescale_factor=2,
+                                                          postscale_factor=np.float64(0.5)),
+    }
+    for label, call in calls.items():
+        t = torch.full((3, 2), float(hvd.rank() + 1))
+        assert ht.synchronize(call(t, f"fp.args.{label}.{path}")) is t
+        assert torch.equal(t, torch.full((3, 2), float(n * (n + 1) // 2))), label
+    t = torch.ones(2)
+    ht.synchronize(ht.allreduce_async_(t, name=f"fp.args.unnamed.{path}".encode()))
+    assert torch.equal(t, torch.ones(2))  # averaged
+    with pytest.raises(TypeError, match="nme"):
+        ht.allreduce_async_(t, nme="fp.args.typo")
+    with pytest.raises(TypeError, match="multiple values"):
+        ht.allreduce_async_(t, None, "fp.args.twice", name="fp.args.twice")
+    with pytest.raises(TypeError):
+        ht.allreduce_async_(t, None, "fp.args.many", None, 1.0, 1.0, None, "one too many")
+    with pytest.raises(TypeError):
+        ht.allreduce_async_()
+    with pytest.raises(hvd.InvalidArgumentError, match="op=True"):
+        ht.allreduce_async_(t, name="fp.args.bool", op=True)
+    with pytest.raises(hvd.InvalidArgumentError, match="op=99"):
+        ht.allreduce_async_(t, name="fp.args.op", op=99)
+    with pytest.raises(ValueError, match="average"):
+        ht.allreduce_async_(t, name="fp.args.both", average=True, op=ht.Sum)
+    with pytest.raises(TypeError, match="process_set"):
+        ht.allreduce_async_(t, name="fp.args.set", process_set="global")
+    with pytest.raises(ValueError, match="not registered"):
+        ht.allreduce_async_(t, name="fp.args.unregistered", process_set=hvd.ProcessSet([0]))
+    # None of the refused calls left its name claimed.
+    for name in ("fp.args.typo", "fp.args.twice", "fp.args.bool", "fp.args.op"):
+        ht.synchronize(ht.allreduce_async_(torch.ones(1), name=name))
+
+
+def test_a_name_is_one_name_however_it_is_spelled(path):
+    # A str name's key is kept from call to call (hvd/_fastpath.c): the same name as
+    # bytes, or given again after completing, is the same key.
+    name = f"fp.spelled.{path}"
+    for _ in range(3):
+        t = torch.ones(2)
+        ht.synchronize(ht.allreduce_async_(t, name=name, op=ht.Sum))
+        assert torch.equal(t, torch.full((2,), float(hvd.size())))
+    h = ht.allreduce_async_(torch.ones(2), name=name)
+    with pytest.raises(hvd.DuplicateNameError, match=name):
+        ht.allreduce_async_(torch.ones(2), name=name.encode())
+    with pytest.raises(hvd.DuplicateNameError, match=name):
+        ht.allreduce_async_(torch.ones(2), name=name)
+    ht.synchronize(h)

@@ -21,7 +21,7 @@
 
 struct fastpath_library hvd;
 
-static int bound(void) {
+int fastpath_bound(void) {
   if (hvd.allreduce_async && hvd.broadcast_async && hvd.grouped_allreduce_async && hvd.poll &&
       hvd.wait)
     return 1;
@@ -93,17 +93,14 @@ static int fill_options(hvd_op_options_t* options, int64_t dims[HVD_MAX_NDIM],
   return ok;
 }
 
-/* A call's name: the UTF-8 bytes libhvd reads (a str is encoded, any other object
- * but None and bytes goes through str()), and the (process set id, name) key the
- * registry holds it by while the operation is pending. */
-struct call_name {
-  PyObject* bytes;  /* or NULL: an unnamed call */
-  PyObject* key;
-};
+/* The keys of the global set's names, by the str the caller passed: a training step
+ * names the same gradients every step, and encoding a name and building its key took
+ * two allocations and a hash of the bytes a call. A cache, emptied when it holds
+ * KEY_CACHE_LIMIT names, so a job that makes names up keeps a bounded set. */
+#define KEY_CACHE_LIMIT 16384
+static PyObject* global_keys; /* dict: str -> (HVD_GLOBAL_PROCESS_SET, bytes) */
 
-static int name_begin(struct call_name* n, PyObject* name, PyObject* set_id) {
-  n->bytes = n->key = NULL;
-  if (name == Py_None) return 1;
+static int name_build(struct call_name* n, PyObject* name, PyObject* set_id) {
   if (PyBytes_Check(name)) {
     n->bytes = Py_NewRef(name);
   } else if (PyUnicode_Check(name)) {
@@ -118,11 +115,29 @@ static int name_begin(struct call_name* n, PyObject* name, PyObject* set_id) {
   return n->key != NULL;
 }
 
-static const char* name_text(const struct call_name* n) {
+int name_begin(struct call_name* n, PyObject* name, PyObject* set_id, int32_t set) {
+  n->bytes = n->key = NULL;
+  if (name == Py_None) return 1;
+  /* Exact str only: a subclass may hash or compare differently from the name it encodes. */
+  if (set != HVD_GLOBAL_PROCESS_SET || !PyUnicode_CheckExact(name))
+    return name_build(n, name, set_id);
+  if (!global_keys && !(global_keys = PyDict_New())) return 0;
+  PyObject* key = PyDict_GetItemWithError(global_keys, name); /* borrowed */
+  if (key) {
+    n->key = Py_NewRef(key);
+    n->bytes = Py_NewRef(PyTuple_GET_ITEM(key, 1));
+    return 1;
+  }
+  if (PyErr_Occurred() || !name_build(n, name, set_id)) return 0;
+  if (PyDict_GET_SIZE(global_keys) >= KEY_CACHE_LIMIT) PyDict_Clear(global_keys);
+  return PyDict_SetItem(global_keys, name, n->key) == 0;
+}
+
+const char* name_text(const struct call_name* n) {
   return n->bytes ? PyBytes_AS_STRING(n->bytes) : NULL;
 }
 
-static void name_end(struct call_name* n) {
+void name_end(struct call_name* n) {
   Py_CLEAR(n->bytes);
   Py_CLEAR(n->key);
 }
@@ -135,7 +150,7 @@ static int parse_reduction(PyObject* const* args, int* dtype, int* op, struct ca
   *op = (int)PyLong_AsLong(args[1]);
   return !PyErr_Occurred() &&
          fill_options(options, dims, args[3], args[4], args[5], args[6], args[7], args[8]) &&
-         name_begin(name, args[2], args[6]);
+         name_begin(name, args[2], args[6], options->process_set_id);
 }
 
 /* Every enqueue's first checks: the argument count, and a bound library. */
@@ -144,7 +159,7 @@ static int begin_call(const char* function, Py_ssize_t nargs, Py_ssize_t want) {
     PyErr_Format(PyExc_TypeError, "%s takes %zd arguments (%zd given)", function, want, nargs);
     return 0;
   }
-  return bound();
+  return fastpath_bound();
 }
 
 /* The C functions' names, as errors and Handles show them (made once). */
@@ -162,13 +177,24 @@ static PyObject* handle_or_raise(hvd_status_t status, hvd_handle_t handle,
   return handle_new((long long)handle, name->key, function, tail[0], tail[1], tail[2], NULL);
 }
 
+PyObject* enqueue_allreduce(void* send, void* recv, int64_t count, int dtype, int op,
+                            struct call_name* name, const hvd_op_options_t* options,
+                            PyObject* const* tail) {
+  static PyObject* function;
+  if (!function_name(&function, "hvd_allreduce") || handle_claim_name(name->key) != 0)
+    return NULL;
+  hvd_handle_t handle = 0;
+  hvd_status_t status = hvd.allreduce_async(send, recv, count, (hvd_dtype_t)dtype,
+                                            (hvd_reduce_op_t)op, name_text(name), options,
+                                            &handle);
+  return handle_or_raise(status, handle, name, function, tail);
+}
+
 /* allreduce(send, recv, count, dtype, op, name, prescale, postscale, device, set_id,
  *           stream, shape, keepalive, finish, result) -> Handle */
 static PyObject* fast_allreduce(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   (void)self;
-  static PyObject* function;
-  if (!begin_call("allreduce", nargs, 15) || !function_name(&function, "hvd_allreduce"))
-    return NULL;
+  if (!begin_call("allreduce", nargs, 15)) return NULL;
   hvd_op_options_t options = HVD_OP_OPTIONS_INITIALIZER;
   int64_t dims[HVD_MAX_NDIM];
   struct call_name name = {NULL, NULL};
@@ -178,76 +204,10 @@ static PyObject* fast_allreduce(PyObject* self, PyObject* const* args, Py_ssize_
   long long count = PyLong_AsLongLong(args[2]);
   PyObject* result = NULL;
   if (PyErr_Occurred()) return NULL;
-  if (parse_reduction(args + 3, &dtype, &op, &name, &options, dims) &&
-      handle_claim_name(name.key) == 0) {
-    hvd_handle_t handle = 0;
-    hvd_status_t status = hvd.allreduce_async(send, recv, (int64_t)count, (hvd_dtype_t)dtype,
-                                              (hvd_reduce_op_t)op, name_text(&name), &options,
-                                              &handle);
-    result = handle_or_raise(status, handle, &name, function, args + 12);
-  }
+  if (parse_reduction(args + 3, &dtype, &op, &name, &options, dims))
+    result = enqueue_allreduce(send, recv, (int64_t)count, dtype, op, &name, &options,
+                               args + 12);
   name_end(&name);
-  return result;
-}
-
-/* A torch tensor's attributes, read through Python's protocol (no torch headers): the
- * in-place allreduce's common case (a dense, contiguous host tensor of a type libhvd
- * has) in one C call, where the torch layer spent about as long as the call itself in
- * helper functions reading the same attributes. */
-static PyObject* tensor_attribute(PyObject* tensor, PyObject** name, const char* text,
-                                  int call) {
-  if (!*name && !(*name = PyUnicode_InternFromString(text))) return NULL;
-  return call ? PyObject_CallMethodNoArgs(tensor, *name) : PyObject_GetAttr(tensor, *name);
-}
-
-/* 1 when the attribute is True, 0 when False, -1 with an exception set. */
-static int tensor_flag(PyObject* tensor, PyObject** name, const char* text, int call) {
-  PyObject* value = tensor_attribute(tensor, name, text, call);
-  if (!value) return -1;
-  const int truth = PyObject_IsTrue(value);
-  Py_DECREF(value);
-  return truth;
-}
-
-/* tensor_allreduce_(tensor, name, op, prescale, postscale, set_id, dtype_codes)
- *   -> Handle, or None where the tensor is not a dense contiguous host tensor of a type
- * in dtype_codes (torch dtype -> libhvd type), or not a tensor at all: the caller's
- * general path then takes it, with its checks and messages. The Handle's result is
- * the tensor. */
-static PyObject* fast_tensor_allreduce_(PyObject* self, PyObject* const* args,
-                                        Py_ssize_t nargs) {
-  (void)self;
-  static PyObject *is_cpu, *is_sparse, *is_contiguous, *dtype_name, *data_ptr, *numel_name,
-      *shape_name, *host;
-  if (!begin_call("tensor_allreduce_", nargs, 7)) return NULL;
-  if (!host && !(host = PyLong_FromLong(HVD_DEVICE_CPU))) return NULL;
-  PyObject* tensor = args[0];
-  if (tensor_flag(tensor, &is_cpu, "is_cpu", 0) != 1 ||
-      tensor_flag(tensor, &is_sparse, "is_sparse", 0) != 0 ||
-      tensor_flag(tensor, &is_contiguous, "is_contiguous", 1) != 1) {
-    PyErr_Clear(); /* not a tensor this path takes: the general path says why */
-    Py_RETURN_NONE;
-  }
-  PyObject* dtype = tensor_attribute(tensor, &dtype_name, "dtype", 0);
-  PyObject* code = dtype ? PyDict_GetItemWithError(args[6], dtype) : NULL; /* borrowed */
-  Py_XDECREF(dtype);
-  if (!code) {
-    PyErr_Clear();
-    Py_RETURN_NONE;
-  }
-  PyObject* address = tensor_attribute(tensor, &data_ptr, "data_ptr", 1);
-  PyObject* numel = address ? tensor_attribute(tensor, &numel_name, "numel", 1) : NULL;
-  PyObject* shape = numel ? tensor_attribute(tensor, &shape_name, "shape", 0) : NULL;
-  PyObject* result = NULL;
-  if (shape) {
-    /* allreduce()'s arguments: in place, on the host, the tensor kept and returned. */
-    PyObject* call[15] = {address, address, numel,  code,    args[2], args[1], args[3], args[4],
-                          host,    args[5], Py_None, shape, tensor,  Py_None, tensor};
-    result = fast_allreduce(NULL, call, 15);
-  }
-  Py_XDECREF(address);
-  Py_XDECREF(numel);
-  Py_XDECREF(shape);
   return result;
 }
 
@@ -270,7 +230,7 @@ static PyObject* fast_broadcast(PyObject* self, PyObject* const* args, Py_ssize_
   PyObject* result = NULL;
   if (PyErr_Occurred() ||
       !fill_options(&options, dims, one, one, args[5], args[6], args[7], args[8]) ||
-      !name_begin(&name, args[4], args[6]))
+      !name_begin(&name, args[4], args[6], options.process_set_id))
     return NULL;
   if (handle_claim_name(name.key) == 0) {
     hvd_handle_t handle = 0;
@@ -347,7 +307,7 @@ done:
 /* poll(handle) -> 1 done, 0 running, or -status */
 static PyObject* fast_poll(PyObject* self, PyObject* arg) {
   (void)self;
-  if (!bound()) return NULL;
+  if (!fastpath_bound()) return NULL;
   long long handle = PyLong_AsLongLong(arg);
   if (handle == -1 && PyErr_Occurred()) return NULL;
   int done = 0;
@@ -358,7 +318,7 @@ static PyObject* fast_poll(PyObject* self, PyObject* arg) {
 /* wait(handle) -> status. Other Python threads run meanwhile (the wait may be long). */
 static PyObject* fast_wait(PyObject* self, PyObject* arg) {
   (void)self;
-  if (!bound()) return NULL;
+  if (!fastpath_bound()) return NULL;
   long long handle = PyLong_AsLongLong(arg);
   if (handle == -1 && PyErr_Occurred()) return NULL;
   hvd_status_t status;
@@ -375,9 +335,6 @@ static PyMethodDef methods[] = {
     {"allreduce", (PyCFunction)(void (*)(void))fast_allreduce, METH_FASTCALL,
      "allreduce(send, recv, count, dtype, op, name, prescale, postscale, device, set_id, "
      "stream, shape, keepalive, finish, result) -> Handle"},
-    {"tensor_allreduce_", (PyCFunction)(void (*)(void))fast_tensor_allreduce_, METH_FASTCALL,
-     "tensor_allreduce_(tensor, name, op, prescale, postscale, set_id, dtype_codes) -> "
-     "Handle, or None where the tensor is not a dense contiguous host tensor"},
     {"broadcast", (PyCFunction)(void (*)(void))fast_broadcast, METH_FASTCALL,
      "broadcast(buf, count, dtype, root_rank, name, device, set_id, stream, shape, "
      "keepalive, finish, result) -> Handle"},
@@ -398,7 +355,8 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__fastpath(void) {
   PyObject* m = PyModule_Create(&module);
   if (!m) return NULL;
-  if (PyModule_AddFunctions(m, handle_module_methods) < 0 || handle_module_init(m) < 0) {
+  if (PyModule_AddFunctions(m, handle_module_methods) < 0 ||
+      PyModule_AddFunctions(m, torch_calls_methods) < 0 || handle_module_init(m) < 0) {
     Py_DECREF(m);
     return NULL;
   }

@@ -1,6 +1,6 @@
-/* What the two files of hvd._fastpath share: the libhvd functions bind() received
- * (_fastpath.c), and the Handle and the registry of operations in flight
- * (_handle.c). */
+/* What the files of hvd._fastpath share: the libhvd functions bind() received and the
+ * enqueue (_fastpath.c), the Handle and the registry of operations in flight
+ * (_handle.c), and torch's per-gradient calls built on both (_torch_calls.c). */
 #pragma once
 
 #define PY_SSIZE_T_CLEAN
@@ -30,6 +30,29 @@ struct fastpath_library {
 };
 extern struct fastpath_library hvd;
 
+/* 1 once bind() gave the functions above; else 0 with an exception set. */
+int fastpath_bound(void);
+
+/* A call's name: the UTF-8 bytes libhvd reads (a str is encoded, any other object
+ * but None and bytes goes through str()), and the (process set id, name) key the
+ * registry holds it by while the operation is pending. */
+struct call_name {
+  PyObject* bytes; /* or NULL: an unnamed call */
+  PyObject* key;
+};
+
+/* Fills `n` for `name` (None: unnamed) in process set `set` (`set_id`, the same as a
+ * Python int). 1, or 0 with an exception set; name_end() releases it either way. */
+int name_begin(struct call_name* n, PyObject* name, PyObject* set_id, int32_t set);
+const char* name_text(const struct call_name* n);
+void name_end(struct call_name* n);
+
+/* Claims the name and starts hvd_allreduce_async; the Handle, or NULL with the
+ * refusal raised. `tail`: keepalive, finish, result (see handle_new). */
+PyObject* enqueue_allreduce(void* send, void* recv, int64_t count, int dtype, int op,
+                            struct call_name* name, const hvd_op_options_t* options,
+                            PyObject* const* tail);
+
 /* Sets the registry up (module init); 0 on success, -1 with an exception set. */
 int handle_module_init(PyObject* module);
 
@@ -49,4 +72,10 @@ PyObject* handle_new(long long raw, PyObject* key, PyObject* function, PyObject*
 /* Raises the HvdError of a failed libhvd call (hvd.errors.check). Returns NULL. */
 PyObject* handle_raise_status(hvd_status_t status, PyObject* function);
 
+/* handle.wait() for an hvd.Handle without a method lookup; any other object's wait(). */
+PyObject* handle_synchronize(PyObject* handle);
+
 extern PyMethodDef handle_module_methods[];
+
+/* torch's per-gradient calls (_torch_calls.c). */
+extern PyMethodDef torch_calls_methods[];

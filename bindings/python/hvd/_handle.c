@@ -353,6 +353,13 @@ static PyObject* handle_wait(Handle* self, PyObject* unused) {
   return Py_NewRef(op->result ? op->result : Py_None);
 }
 
+PyObject* handle_synchronize(PyObject* handle) {
+  if (Py_TYPE(handle) == &HandleType) return handle_wait((Handle*)handle, NULL);
+  static PyObject* wait;
+  if (!wait && !(wait = PyUnicode_InternFromString("wait"))) return NULL;
+  return PyObject_CallMethodNoArgs(handle, wait);
+}
+
 static PyObject* handle_poll(Handle* self, PyObject* unused) {
   (void)unused;
   if (!self->op) Py_RETURN_TRUE;

@@ -11,7 +11,7 @@ import torch
 
 from .. import _capi, _raw
 from .._capi import lib
-from ..basics import Average, Sum, process_set_id, reduce_op
+from ..basics import Average, ProcessSet, Sum, process_set_id, reduce_op
 from .compression import Compression
 
 _DTYPES = {
@@ -93,22 +93,12 @@ def _contiguous_inplace(tensor):
 
 # --- allreduce ----------------------------------------------------------------------
 
-def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                     postscale_factor=1.0, process_set=None):
+def _allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                      postscale_factor=1.0, process_set=None):
     """Starts an in-place allreduce of `tensor`; synchronize(handle) returns it."""
+    _check_tensor(tensor, "allreduce_async_")
     op = Average if average is None and op is None else \
         _resolve_op(average, op, "allreduce_async_")
-    fast = _raw.fast
-    if fast is not None:
-        # An optimizer calls this once per gradient: the common case (a dense,
-        # contiguous host tensor) is read and enqueued in one C call; None: another case.
-        handle = fast.tensor_allreduce_(
-            tensor, name, op, prescale_factor, postscale_factor,
-            _capi.HVD_GLOBAL_PROCESS_SET if process_set is None
-            else process_set_id(process_set), _DTYPES)
-        if handle is not None:
-            return handle
-    _check_tensor(tensor, "allreduce_async_")
     buf, finish = _contiguous_inplace(tensor)
     opts = _options(buf, process_set, prescale_factor, postscale_factor)
     ptr = buf.data_ptr()
@@ -117,6 +107,15 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
                               None, shape=buf.shape, result=tensor)
     return _raw.allreduce(ptr, ptr, buf.numel(), _dtype_code(buf), op, name, opts,
                           (tensor, buf), finish, shape=buf.shape)
+
+
+# An optimizer calls allreduce_async_ once per gradient: where hvd._fastpath was built,
+# the common case (a dense, contiguous host tensor, ...) is read and enqueued in one C
+# call (hvd/_torch_calls.c), which hands every other case to the function above.
+allreduce_async_ = _allreduce_async_
+if _raw.fast is not None:
+    _raw.fast.bind_torch(_allreduce_async_, _DTYPES, _raw, ProcessSet)
+    allreduce_async_ = _raw.fast.allreduce_async_
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
@@ -328,6 +327,10 @@ def poll(handle):
 def synchronize(handle):
     """Waits for `handle` and returns the operation's output."""
     return handle.wait()
+
+
+if _raw.fast is not None:
+    synchronize = _raw.fast.synchronize  # the same, without a Python frame per gradient
 
 
 def join(device=-1):
