@@ -45,9 +45,7 @@ Error TensorQueue::push(std::vector<Request>&& requests) {
       queue_.push_back(std::move(r));
     }
     signalled_.store(true, std::memory_order_release);
-    // Wake the background thread only if it sleeps: a futex call per tensor is a
-    // measurable share of a small tensor's cost.
-    if (!sleeping_) return Error::success();
+    if (!wake_locked()) return Error::success();
   }
   cv_.notify_one();
   return Error::success();
@@ -79,10 +77,20 @@ Error TensorQueue::push(Request&& request, std::string* spare_name) {
       spare_names_.pop_back();
     }
     signalled_.store(true, std::memory_order_release);
-    if (!sleeping_) return Error::success();
+    if (!wake_locked()) return Error::success();
   }
   cv_.notify_one();
   return Error::success();
+}
+
+bool TensorQueue::wake_locked() {
+  // Wake the background thread only if it sleeps, and once: a futex call per tensor
+  // is a measurable share of a small tensor's cost, and where the thread does not get
+  // a CPU at once (two ranks' threads on two cores) it would otherwise be woken again
+  // by every push until it runs. It sets sleeping_ again before its next sleep.
+  if (!sleeping_) return false;
+  sleeping_ = false;
+  return true;
 }
 
 bool TensorQueue::acquire_name(Request& request) {

@@ -80,11 +80,14 @@ class TensorQueue {
   // name_entry; false if it is in flight already.
   bool acquire_name(Request& request);
   void release_locked(Request& request);
+  // Under mutex_: true when the caller must notify cv_ (the background thread sleeps
+  // and was not woken yet; it counts as woken from here on).
+  bool wake_locked();
 
   NameTable names_;
   std::vector<std::string> spare_names_;  // released names' strings, for reuse
   bool poked_ = false;
-  bool sleeping_ = false;  // the background thread waits on cv_
+  bool sleeping_ = false;  // the background thread waits on cv_, and nobody woke it yet
   std::condition_variable flush_cv_;
   std::atomic<uint64_t> drains_{0};  // written under mutex_
   bool flushed_ = false;   // a caller waits for the queued requests (drain clears it)
