@@ -290,3 +290,33 @@ def test_a_name_is_one_name_however_it_is_spelled(path):
     with pytest.raises(hvd.DuplicateNameError, match=name):
         ht.allreduce_async_(torch.ones(2), name=name)
     ht.synchronize(h)
+
+
+@pytest.mark.skipif(fast is None, reason="hvd._fastpath is not available")
+def test_the_c_allreduce_takes_the_common_case_and_hands_over_the_rest():
+    # Which calls hvd.torch.allreduce_async_ (C) hands to the Python function: a
+    # recording stand-in is bound for the duration, then the real one again.
+    from hvd.torch import async_ops
+    handed = []
+
+    def general(*args, **kwargs):
+        handed.append(kwargs.get("name"))
+        return async_ops._allreduce_async_(*args, **kwargs)
+
+    fast.bind_torch(general, async_ops._DTYPES, _raw, hvd.ProcessSet)
+    try:
+        assert ht.allreduce_async_ is fast.allreduce_async_
+        common = [torch.ones(4), torch.ones(2, 3, dtype=torch.float64),
+                  torch.nn.Parameter(torch.ones(3), requires_grad=False)]
+        for i, t in enumerate(common):
+            ht.synchronize(ht.allreduce_async_(t, name=f"fp.taken.{i}", op=ht.Sum,
+                                               prescale_factor=1, process_set=0))
+        assert handed == []
+        others = {"fp.handed.strided": dict(tensor=torch.ones(3, 2).t()),
+                  "fp.handed.average": dict(tensor=torch.ones(2), average=True),
+                  "fp.handed.scale": dict(tensor=torch.ones(2), postscale_factor=np.float32(1))}
+        for name, kwargs in others.items():
+            ht.synchronize(ht.allreduce_async_(name=name, **kwargs))
+        assert handed == list(others)
+    finally:
+        fast.bind_torch(async_ops._allreduce_async_, async_ops._DTYPES, _raw, hvd.ProcessSet)
