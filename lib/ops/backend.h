@@ -49,6 +49,16 @@ class Backend {
     drain(0, count);
     return Error::success();
   }
+  // allreduce() with finish(offset, n) run on each part of recv as soon as the part is
+  // reduced (the caller's scaling, while the part is still in cache, instead of a pass
+  // over the whole result afterwards). This default reduces whole, then finishes once.
+  virtual Error allreduce_then(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
+                               hvd_reduce_op_t op, const Communicator& comm,
+                               const Stage& finish) {
+    HVD_RETURN_IF_ERROR(allreduce(send, recv, count, dtype, op, comm));
+    finish(0, count);
+    return Error::success();
+  }
   // count elements from set rank root to every rank of the set.
   virtual Error broadcast(void* buffer, int64_t count, hvd_dtype_t dtype, int root,
                           const Communicator& comm) = 0;

@@ -22,7 +22,7 @@ int64_t MpiBackend::chunk_elements(hvd_dtype_t dtype) const {
 
 Error MpiBackend::allreduce_on(MPI_Comm comm, const void* send, void* recv, int64_t count,
                                hvd_dtype_t dtype, hvd_reduce_op_t op,
-                               std::atomic<uint64_t>* bytes) {
+                               std::atomic<uint64_t>* bytes, const Stage* finish) {
   const size_t esize = dtype_size(dtype);
   const int64_t chunk = chunk_elements(dtype);
   MPI_Datatype type = mpi_datatype(dtype);
@@ -35,6 +35,7 @@ Error MpiBackend::allreduce_on(MPI_Comm comm, const void* send, void* recv, int6
     const void* in = send == recv ? MPI_IN_PLACE : static_cast<const char*>(send) + off * esize;
     int rc = MPI_Allreduce(in, out, n, type, mpi_op, comm);
     if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Allreduce");
+    if (finish) (*finish)(off, n);
   }
   // A ring allreduce sends 2 (n-1)/n of the buffer from each rank.
   if (bytes && size > 1)
@@ -46,6 +47,13 @@ Error MpiBackend::allreduce(const void* send, void* recv, int64_t count, hvd_dty
                             hvd_reduce_op_t op, const Communicator& comm) {
   counters_->collectives.fetch_add(1, std::memory_order_relaxed);
   return allreduce_on(comm.mpi, send, recv, count, dtype, op, &counters_->global_bytes);
+}
+
+Error MpiBackend::allreduce_then(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
+                                 hvd_reduce_op_t op, const Communicator& comm,
+                                 const Stage& finish) {
+  counters_->collectives.fetch_add(1, std::memory_order_relaxed);
+  return allreduce_on(comm.mpi, send, recv, count, dtype, op, &counters_->global_bytes, &finish);
 }
 
 int64_t MpiBackend::staging_count(int64_t count, hvd_dtype_t dtype) const {

@@ -19,6 +19,10 @@ class MpiBackend : public Backend {
   void set_piece_bytes(int64_t bytes) { piece_bytes_ = bytes; }
   Error allreduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
                   hvd_reduce_op_t op, const Communicator& comm) override;
+  // Each chunk finished after its MPI call: the calls are those allreduce() makes.
+  Error allreduce_then(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
+                       hvd_reduce_op_t op, const Communicator& comm,
+                       const Stage& finish) override;
   Error broadcast(void* buffer, int64_t count, hvd_dtype_t dtype, int root,
                   const Communicator& comm) override;
   Error allgatherv(const void* send, void* recv, const std::vector<int64_t>& counts,
@@ -38,8 +42,10 @@ class MpiBackend : public Backend {
                const Communicator& comm) override;
 
   // The same on an explicit communicator (hierarchical algorithms use local/cross).
+  // finish, if given, runs on each chunk's result right after its call.
   Error allreduce_on(MPI_Comm comm, const void* send, void* recv, int64_t count,
-                     hvd_dtype_t dtype, hvd_reduce_op_t op, std::atomic<uint64_t>* bytes);
+                     hvd_dtype_t dtype, hvd_reduce_op_t op, std::atomic<uint64_t>* bytes,
+                     const Stage* finish = nullptr);
 
  private:
   int64_t chunk_elements(hvd_dtype_t dtype) const;
