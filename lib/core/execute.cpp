@@ -217,7 +217,8 @@ Error Executor::allreduce_single(const Response& r, Request* local, const Proces
   };
   // Each part of the result is scaled as soon as it is reduced, while it is still in
   // cache: a separate pass over a large tensor afterwards streams it through memory
-  // again (resnet50's averaged step over shared memory spent 5.7 ms of 27 ms in it).
+  // again (one 96 MB averaged tensor over shared memory: 7.1-8.4 ms of scaling a step
+  // that way, 4.6-4.9 ms this way).
   if (!hierarchical_allreduce(set)) {
     activity_start("MPI_ALLREDUCE");
     Error err = host_->allreduce_then(send, recv, count, spec.dtype, op, set.communicator(), scale);
