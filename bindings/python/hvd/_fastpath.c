@@ -77,20 +77,33 @@ static int fill_options(hvd_op_options_t* options, int64_t dims[HVD_MAX_NDIM],
   PyObject* seq = PyTuple_Check(shape) ? Py_NewRef(shape)
                                         : PySequence_Fast(shape, "shape must be a sequence of ints or None");
   if (!seq) return 0;
-  Py_ssize_t ndim = PySequence_Fast_GET_SIZE(seq);
-  /* Scalars, and tensors of more dimensions than libhvd describes, are compared by
-   * element count only (as the ctypes path does). */
-  int ok = 1;
-  if (ndim > 0 && ndim <= HVD_MAX_NDIM) {
-    for (Py_ssize_t i = 0; ok && i < ndim; ++i) {
-      dims[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
-      ok = !(dims[i] == -1 && PyErr_Occurred());
-    }
+  int32_t ndim = 0;
+  const int ok = read_shape(seq, dims, &ndim, NULL);
+  if (ok && ndim > 0) {
     options->shape = dims;
-    options->ndim = (int32_t)ndim;
+    options->ndim = ndim;
   }
   Py_DECREF(seq);
   return ok;
+}
+
+int read_shape(PyObject* seq, int64_t dims[HVD_MAX_NDIM], int32_t* ndim, int64_t* count) {
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  /* Scalars, and tensors of more dimensions than libhvd describes, are compared by
+   * element count only (as the ctypes path does). */
+  const int described = n > 0 && n <= HVD_MAX_NDIM;
+  *ndim = described ? (int32_t)n : 0;
+  if (!described && !count) return 1;
+  int64_t product = 1;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    const long long d = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+    if (d == -1 && PyErr_Occurred()) return 0;
+    if (described) dims[i] = d;
+    if (product >= 0 && (d < 0 || __builtin_mul_overflow(product, (int64_t)d, &product)))
+      product = -1;
+  }
+  if (count) *count = product;
+  return 1;
 }
 
 /* The keys of the global set's names, by the str the caller passed: a training step

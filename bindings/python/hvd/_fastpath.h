@@ -47,6 +47,13 @@ int name_begin(struct call_name* n, PyObject* name, PyObject* set_id, int32_t se
 const char* name_text(const struct call_name* n);
 void name_end(struct call_name* n);
 
+/* Reads a shape (a tuple, or a sequence PySequence_Fast made) into dims: *ndim is its
+ * length where that is 1..HVD_MAX_NDIM, else 0 (scalars, and tensors of more
+ * dimensions than libhvd describes, are compared by element count only). `count`, if
+ * not NULL, gets the product of every dimension, -1 where one is negative or the
+ * product overflows. 1, or 0 with an exception set for an item that is not an int. */
+int read_shape(PyObject* seq, int64_t dims[HVD_MAX_NDIM], int32_t* ndim, int64_t* count);
+
 /* Claims the name and starts hvd_allreduce_async; the Handle, or NULL with the
  * refusal raised. `tail`: keepalive, finish, result (see handle_new). */
 PyObject* enqueue_allreduce(void* send, void* recv, int64_t count, int dtype, int op,

@@ -87,17 +87,10 @@ static int read_host_tensor(PyObject* tensor, struct host_tensor* t) {
   Py_DECREF(address);
   PyObject* shape = tensor_attribute(tensor, &shape_name, "shape", 0);
   if (!shape) goto another_case;
-  int ok = PyTuple_Check(shape); /* a torch.Size */
-  const Py_ssize_t ndim = ok ? PyTuple_GET_SIZE(shape) : 0;
-  t->count = 1;
-  t->ndim = ndim <= HVD_MAX_NDIM ? (int32_t)ndim : 0;
-  for (Py_ssize_t i = 0; ok && i < ndim; ++i) {
-    const long long d = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, i));
-    ok = d >= 0 && !__builtin_mul_overflow(t->count, (int64_t)d, &t->count);
-    if (ok && i < HVD_MAX_NDIM) t->dims[i] = d;
-  }
+  /* A torch.Size: a tuple, read in place. */
+  const int ok = PyTuple_Check(shape) && read_shape(shape, t->dims, &t->ndim, &t->count);
   Py_DECREF(shape);
-  if (!ok || PyErr_Occurred()) goto another_case;
+  if (!ok || t->count < 0) goto another_case;
   return 1;
 another_case:
   if (PyErr_Occurred()) {
