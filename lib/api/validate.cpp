@@ -283,15 +283,19 @@ Request make_request(std::string name, const OpOptions& opts, OpType op, hvd_dty
 void fill_request(Request* r, std::string name, const OpOptions& opts, OpType op,
                   hvd_dtype_t dtype) {
   r->name = std::move(name);
-  r->spec.op = op;
-  r->spec.dtype = dtype;
-  r->spec.device = opts.device;
-  r->spec.process_set = opts.process_set;
-  r->spec.prescale = opts.prescale;
-  r->spec.postscale = opts.postscale;
+  fill_spec(&r->spec, opts, op, dtype);
   r->stream = opts.stream;
   r->allocator = opts.allocator;
   r->allocator_data = opts.allocator_data;
+}
+
+void fill_spec(TensorSpec* spec, const OpOptions& opts, OpType op, hvd_dtype_t dtype) {
+  spec->op = op;
+  spec->dtype = dtype;
+  spec->device = opts.device;
+  spec->process_set = opts.process_set;
+  spec->prescale = opts.prescale;
+  spec->postscale = opts.postscale;
 }
 
 hvd_status_t finish(const Error& error) {

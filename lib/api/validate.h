@@ -102,6 +102,8 @@ Request make_request(std::string name, const OpOptions& opts, OpType op, hvd_dty
 // The same into a default-constructed request (no temporary to move and destroy).
 void fill_request(Request* r, std::string name, const OpOptions& opts, OpType op,
                   hvd_dtype_t dtype);
+// The spec's part of that: op, dtype and the options' device, process set and scales.
+void fill_spec(TensorSpec* spec, const OpOptions& opts, OpType op, hvd_dtype_t dtype);
 
 // Exported functions end in one of these: a status, with last_error set on failure.
 hvd_status_t finish(const Error& error);

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/error.h"
@@ -34,7 +35,7 @@ class HandleState {
   void wait(int64_t spin_us) const;
   // The tensor waited on, for step accounting (set at enqueue, before the handle is
   // published, only while step accounting is on).
-  void set_name(const std::string& name) { name_ = name; }
+  void set_name(std::string_view name) { name_.assign(name); }
   // TensorQueue::drains() when the operation was queued (set by the queue's push).
   void set_queued_at(uint64_t drains) { queued_at_.store(drains, std::memory_order_relaxed); }
   uint64_t queued_at() const { return queued_at_.load(std::memory_order_relaxed); }

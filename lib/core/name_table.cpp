@@ -38,6 +38,23 @@ bool NameTable::in_flight(int32_t process_set, const std::string& name) {
   return it != map_.end() && it->second.in_flight;
 }
 
+NameEntry* NameTable::acquire_repeat(std::string_view name, const TensorSpec& spec) {
+  auto it = map_.find(TensorKeyRef(name, 0));
+  if (it == map_.end()) return nullptr;
+  NameEntry& e = it->second;
+  if (e.in_flight || !e.repeat_valid || !(e.repeat == spec)) return nullptr;
+  e.in_flight = true;
+  return &e;
+}
+
+void NameTable::remember(const Request& r) {
+  NameEntry* e = r.name_entry;
+  e->repeat_valid = r.spec.op == OpType::Allreduce && r.spec.process_set == 0 &&
+                    r.spec.device == HVD_DEVICE_CPU && r.spec.group_size == 0 && !r.stream &&
+                    !r.allocator;
+  if (e->repeat_valid) e->repeat = r.spec;
+}
+
 void NameTable::release(NameEntry* entry) {
   entry->in_flight = false;
   if (entry->transient) forget(entry);

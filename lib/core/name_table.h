@@ -14,6 +14,7 @@
 
 #include "base/tensor_key.h"
 #include "core/node_pool.h"
+#include "core/request.h"
 
 namespace hvd {
 
@@ -28,6 +29,11 @@ struct NameEntry {
   int32_t cache_slot = -1;
   uint64_t cache_version = 0;
   const TensorKey* key = nullptr;  // the table's key of this entry
+  // The spec of the last push under this key, when that was a plain one (see
+  // NameTable::repeatable): a call that repeats it exactly passed the API's checks
+  // then and passes them again, so it is queued without them (acquire_repeat).
+  bool repeat_valid = false;
+  TensorSpec repeat;
 };
 
 class NameTable {
@@ -36,6 +42,14 @@ class NameTable {
   // the key's hash. nullptr when the name is in flight already.
   NameEntry* acquire(int32_t process_set, const std::string& name, size_t* key_hash);
   bool in_flight(int32_t process_set, const std::string& name);
+  // The entry of a global-set name whose last push was plain and had exactly this
+  // spec, marked in flight; nullptr when the name is unknown, in flight, or its last
+  // push differed (the caller then takes the checked path).
+  NameEntry* acquire_repeat(std::string_view name, const TensorSpec& spec);
+  // Remembers a request just acquired as its entry's repeat when it is plain: a host
+  // allreduce on the global set, alone (not a group member), without a stream or an
+  // allocator. Its spec then says everything the API checked.
+  static void remember(const Request& request);
   // The operation is done: the name may be used again.
   void release(NameEntry* entry);
   void release(const TensorKeyRef& key);

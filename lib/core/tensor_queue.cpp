@@ -37,15 +37,14 @@ Error TensorQueue::push(std::vector<Request>&& requests) {
                           "its handle before reusing the name, or give this one another name",
                           r.name.c_str());
     }
-    const uint64_t drains = drains_.load(std::memory_order_relaxed);
-    if (queue_.empty()) pusher_.store(current_thread_id(), std::memory_order_relaxed);
+    bool notify = false;
     for (Request& r : requests) {
       acquire_name(r);  // checked above: not in flight
-      if (r.handle) r.handle->set_queued_at(drains);
+      NameTable::remember(r);
+      notify = note_push_locked(r.handle) || notify;
       queue_.push_back(std::move(r));
     }
-    signalled_.store(true, std::memory_order_release);
-    if (!wake_locked()) return Error::success();
+    if (!notify) return Error::success();
   }
   cv_.notify_one();
   return Error::success();
@@ -68,19 +67,54 @@ Error TensorQueue::push(Request&& request, std::string* spare_name) {
                         "a tensor named '%s' is already in flight on this rank; wait for "
                         "its handle before reusing the name, or give this one another name",
                         request.name.c_str());
-    if (request.handle) request.handle->set_queued_at(drains_.load(std::memory_order_relaxed));
-    // A burst's first push names its thread (a thread-local read per burst, not per push).
-    if (queue_.empty()) pusher_.store(current_thread_id(), std::memory_order_relaxed);
+    NameTable::remember(request);
+    const bool notify = note_push_locked(request.handle);
     queue_.push_back(std::move(request));
     if (spare_name && spare_name->capacity() <= kInlineCapacity && !spare_names_.empty()) {
       spare_name->swap(spare_names_.back());
       spare_names_.pop_back();
     }
-    signalled_.store(true, std::memory_order_release);
-    if (!wake_locked()) return Error::success();
+    if (!notify) return Error::success();
   }
   cv_.notify_one();
   return Error::success();
+}
+
+bool TensorQueue::push_repeat(std::string_view name, const TensorSpec& spec, const void* send,
+                              void* recv, HandleState* handle, double enqueue_time) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_) return false;
+    NameEntry* entry = names_.acquire_repeat(name, spec);
+    if (!entry) return false;
+    const bool notify = note_push_locked(handle);
+    // Built where it is queued: no request to move, and the name's string reuses a
+    // released name's memory.
+    Request& r = queue_.emplace_back();
+    if (!spare_names_.empty()) {
+      r.name = std::move(spare_names_.back());
+      spare_names_.pop_back();
+    }
+    r.name.assign(name);
+    r.spec = spec;
+    r.send = send;
+    r.recv = recv;
+    r.handle = handle;
+    r.enqueue_time = enqueue_time;
+    r.key_hash = entry->key->hash;
+    r.name_entry = entry;
+    if (!notify) return true;
+  }
+  cv_.notify_one();
+  return true;
+}
+
+bool TensorQueue::note_push_locked(HandleState* handle) {
+  if (handle) handle->set_queued_at(drains_.load(std::memory_order_relaxed));
+  // A burst's first push names its thread (a thread-local read per burst, not per push).
+  if (queue_.empty()) pusher_.store(current_thread_id(), std::memory_order_relaxed);
+  signalled_.store(true, std::memory_order_release);
+  return wake_locked();
 }
 
 bool TensorQueue::wake_locked() {

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/tensor_key.h"
@@ -25,6 +26,12 @@ class TensorQueue {
   // own, it gets the string of a released name, so that naming a tensor allocates
   // nothing in steady state.
   Error push(Request&& request, std::string* spare_name = nullptr);
+  // A repeat of the last push under a global-set name (NameEntry::repeat), queued with
+  // this spec, buffers and handle: true when queued; false, with nothing queued, when
+  // the name is unknown or in flight, its last push differed or was not plain, or the
+  // queue is closed (the caller then builds and pushes the request, which reports why).
+  bool push_repeat(std::string_view name, const TensorSpec& spec, const void* send, void* recv,
+                   HandleState* handle, double enqueue_time);
 
   // Moves every queued request into *out (appending).
   void drain(std::vector<Request>* out);
@@ -80,6 +87,9 @@ class TensorQueue {
   // name_entry; false if it is in flight already.
   bool acquire_name(Request& request);
   void release_locked(Request& request);
+  // Under mutex_, before a request joins queue_: records when it was queued and who
+  // pushed first; true when the caller must notify cv_ (see wake_locked).
+  bool note_push_locked(HandleState* handle);
   // Under mutex_: true when the caller must notify cv_ (the background thread sleeps
   // and was not woken yet; it counts as woken from here on).
   bool wake_locked();
