@@ -160,12 +160,26 @@ EOF
 
 # The finalize guard (tools/netlab/finalize_guard.c), preloaded into MPICH's ranks:
 # NETLAB_FINALIZE_GUARD, else one built against MPICH in a build directory beside
-# this script (the guard of an Open MPI build would load a second MPI).
+# this script (the guard of an Open MPI build would load a second MPI). A sanitized
+# build's guard (build-asan, build-tsan: linked to the sanitizer's runtime) is taken
+# only when the caller preloads that runtime: preloaded into an ordinary program it
+# stops every rank ("ASan runtime does not come first"), and build-asan sorts before
+# build/.
 find_guard() {
   NETLAB_GUARD=${NETLAB_FINALIZE_GUARD:-}
   if [ -z "$NETLAB_GUARD" ]; then
-    for f in "${self%/scripts/*}"/build*/tools/netlab/libnetlab_finalize_guard.so; do
-      [ -f "$f" ] && ldd "$f" 2>/dev/null | grep -q libmpich && NETLAB_GUARD=$f && break
+    for guard_file in "${self%/scripts/*}"/build*/tools/netlab/libnetlab_finalize_guard.so; do
+      [ -f "$guard_file" ] || continue
+      guard_libs=$(ldd "$guard_file" 2>/dev/null) || continue
+      printf '%s\n' "$guard_libs" | grep -q libmpich || continue
+      guard_runtime=$(printf '%s\n' "$guard_libs" | grep -oE 'lib[at]san\.so' | head -n 1)
+      case "${guard_runtime:+x}:${LD_PRELOAD:-}" in
+        :*) ;;                    # not sanitized
+        *"$guard_runtime"*) ;;    # sanitized, and the caller preloads its runtime
+        *) continue ;;
+      esac
+      NETLAB_GUARD=$guard_file
+      break
     done
   fi
   [ -z "$NETLAB_GUARD" ] || NETLAB_GUARD=$(readlink -f "$NETLAB_GUARD")
