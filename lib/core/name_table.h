@@ -30,7 +30,7 @@ struct NameEntry {
   uint64_t cache_version = 0;
   const TensorKey* key = nullptr;  // the table's key of this entry
   // The spec of the last push under this key, when that was a plain one (see
-  // NameTable::repeatable): a call that repeats it exactly passed the API's checks
+  // NameTable::remember): a call that repeats it exactly passed the API's checks
   // then and passes them again, so it is queued without them (acquire_repeat).
   bool repeat_valid = false;
   TensorSpec repeat;
