@@ -61,7 +61,7 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
       speculation_(runtime.speculative_bytes),
       host_(runtime.params.allreduce_chunk_bytes, &runtime.counters),
       executor_(&host_, &runtime.sets,
-                [this](std::vector<Request>& r, const Error& e) { complete_batch(r, e); },
+                [this](std::span<Request* const> r, const Error& e) { complete_batch(r, e); },
                 [this](const Response& r, Request* local) { return administer(r, local); }),
       hier_(NodeLayout{runtime.local, runtime.cross, runtime.local_rank, runtime.local_size,
                        runtime.cross_rank, runtime.cross_size, runtime.homogeneous,
@@ -125,13 +125,12 @@ void BackgroundLoop::complete(Request&& request, const Error& result) {
   if (request.handle) request.handle->complete(result);
 }
 
-void BackgroundLoop::complete_batch(std::vector<Request>& requests, const Error& result) {
+void BackgroundLoop::complete_batch(std::span<Request* const> requests, const Error& result) {
   // Names first: a caller woken by its handle may reuse the name at once.
   completed_ += requests.size();
   rt_.queue.release_names(requests);
-  for (Request& r : requests)
-    if (r.handle) r.handle->complete(result);
-  requests.clear();
+  for (Request* r : requests)
+    if (r->handle) r->handle->complete(result);
 }
 
 void BackgroundLoop::start_device() {

@@ -63,7 +63,7 @@ class BackgroundLoop {
   void complete_speculated(const Response& r, const void* result);
   void inspect_stalls();
   void complete(Request&& request, const Error& result);
-  void complete_batch(std::vector<Request>& requests, const Error& result);
+  void complete_batch(std::span<Request* const> requests, const Error& result);
   // Runs process-set changes (collective over the world, in negotiated order).
   Error administer(const Response& response, Request* local);
   // Creates the device engine on this thread when the rank has a GPU.

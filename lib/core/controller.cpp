@@ -529,13 +529,19 @@ const Request* Controller::find_local_on_slot(int slot) const {
   return &waiting_[slot].request;
 }
 
-bool Controller::take_local(const Response& response, Request* out) {
+int Controller::local_slot(const Response& response) const {
   // A response read from the cache finds its request by slot: whatever waits there
   // waits for the tensor the slot holds (a slot's request leaves it before the slot
   // changes hands), and the slot held this response's tensor if the hashes agree.
   const int slot = response.cache_slot;
   if (slot >= 0 && static_cast<size_t>(slot) < waiting_.size() && waiting_on(slot) &&
-      cache_.at(slot).key_hash == TensorKeyRef(response.key, response.key_hash).hash) {
+      cache_.at(slot).key_hash == TensorKeyRef(response.key, response.key_hash).hash)
+    return slot;
+  return -1;
+}
+
+bool Controller::take_local(const Response& response, Request* out) {
+  if (const int slot = local_slot(response); slot >= 0) {
     release_slot(slot);
     *out = std::move(waiting_[slot].request);  // one move, not two through a Local
     return true;
@@ -546,6 +552,20 @@ bool Controller::take_local(const Response& response, Request* out) {
   *out = std::move(node.mapped().request);
   spare_pending_.give(std::move(node));
   return true;
+}
+
+Request* Controller::take_local_in_place(const Response& response,
+                                         std::vector<Request>* announced) {
+  if (const int slot = local_slot(response); slot >= 0) {
+    release_slot(slot);
+    return &waiting_[slot].request;
+  }
+  auto it = pending_.find(TensorKeyRef(response.key, response.key_hash));
+  if (it == pending_.end()) return nullptr;
+  auto node = pending_.extract(it);
+  announced->push_back(std::move(node.mapped().request));
+  spare_pending_.give(std::move(node));
+  return &announced->back();
 }
 
 std::vector<Request> Controller::take_all_local() {

@@ -82,6 +82,12 @@ class Controller {
   // Removes the local request of a response (to complete it); false if this rank has
   // none (not a member, or joined).
   bool take_local(const Response& response, Request* out);
+  // The same without moving a request that waits on its cache slot: it leaves the slot
+  // but stays in it, and the pointer is valid until the next intake (a batch runs and
+  // completes within its round, before the next intake). One announced by name is
+  // moved to the back of *announced, whose capacity the caller reserved for the batch
+  // so that earlier pointers into it stay valid. nullptr if this rank has none.
+  Request* take_local_in_place(const Response& response, std::vector<Request>* announced);
   // Every local request (shutdown).
   std::vector<Request> take_all_local();
 
@@ -162,6 +168,8 @@ class Controller {
   bool waiting_on(int slot) const { return waiting_bits_[slot / 64] >> (slot % 64) & 1; }
   Local take_waiting(int slot);
   void release_slot(int slot);  // marks slot free; its Local is then moved out
+  // The slot where the local request of a response waits, or -1 (announced, or none).
+  int local_slot(const Response& response) const;
   // Keeps a request by key; returns the key.
   const std::string& add_pending(Local&& local);
   // Completes an announcement if every member has announced it or has joined.

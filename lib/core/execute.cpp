@@ -77,16 +77,19 @@ void Executor::run(const Batch& batch, const std::vector<Response>& responses,
   auto set = sets_->find(first.spec.process_set);
   // The local requests leave the controller now (one lookup each); a member without
   // one (a joined rank) gets nullptr.
-  taken_.clear();
-  taken_.resize(batch.items.size());
-  std::vector<Request*> locals(batch.items.size(), nullptr);
-  size_t have = 0;
-  for (size_t k = 0; k < batch.items.size(); ++k) {
-    if (controller.take_local(responses[batch.items[k]], &taken_[have])) {
-      locals[k] = &taken_[have];
-      ++have;
+  const size_t items = batch.items.size();
+  locals_.assign(items, nullptr);
+  completing_.clear();
+  announced_.clear();
+  announced_.reserve(items);  // take_local_in_place keeps pointers into it
+  for (size_t k = 0; k < items; ++k) {
+    if (Request* local = controller.take_local_in_place(responses[batch.items[k]], &announced_)) {
+      locals_[k] = local;
+      completing_.push_back(local);
     }
   }
+  const std::vector<Request*>& locals = locals_;
+  const size_t have = completing_.size();
 
   tracing_ = timeline_ && timeline_->enabled() && set && set->member();
   if (tracing_) {
@@ -134,8 +137,7 @@ void Executor::run(const Batch& batch, const std::vector<Response>& responses,
       }
     }
   }
-  taken_.resize(have);
-  if (have) complete_(taken_, result);
+  if (have) complete_(completing_, result);
 }
 
 void Executor::activity_start(const char* activity) {

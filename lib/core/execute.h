@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "core/controller.h"
@@ -23,7 +24,7 @@ class DeviceEngine;
 class Executor {
  public:
   // Completes a batch's local requests with one result (names released together).
-  using Complete = std::function<void(std::vector<Request>& requests, const Error&)>;
+  using Complete = std::function<void(std::span<Request* const> requests, const Error&)>;
   // Process-set changes and other runtime-level operations, run by the owner.
   using Admin = std::function<Error(const Response&, Request* local)>;
 
@@ -129,7 +130,12 @@ class Executor {
   std::vector<int64_t> run_of_;
   void mark_contiguous_runs(const std::vector<Request*>& locals, size_t esize);
   std::vector<unsigned char> scratch_;
-  std::vector<Request> taken_;  // the running batch's local requests (capacity reused)
+  // The running batch's local requests, by item (nullptr: none), and those of them
+  // that were announced by name, moved here from the controller (the rest stay where
+  // they waited: Controller::take_local_in_place). Capacity reused.
+  std::vector<Request*> locals_;
+  std::vector<Request*> completing_;  // the non-null locals_
+  std::vector<Request> announced_;
   bool time_copies_ = false;
   int64_t copy_ns_ = 0;
   int64_t copy_started_ns_ = 0;  // an open MEMCPY_* activity, when timed

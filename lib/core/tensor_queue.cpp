@@ -167,13 +167,13 @@ void TensorQueue::release_name(Request& completed) {
   release_locked(completed);
 }
 
-void TensorQueue::release_names(std::vector<Request>& completed) {
+void TensorQueue::release_names(std::span<Request* const> completed) {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (Request& r : completed) {
-    release_locked(r);
-    if (r.name.capacity() > kInlineCapacity && spare_names_.size() < kMaxSpareNames) {
-      spare_names_.push_back(std::move(r.name));
-      r.name.clear();
+  for (Request* r : completed) {
+    release_locked(*r);
+    if (r->name.capacity() > kInlineCapacity && spare_names_.size() < kMaxSpareNames) {
+      spare_names_.push_back(std::move(r->name));
+      r->name.clear();
     }
   }
 }

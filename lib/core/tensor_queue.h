@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,7 +42,7 @@ class TensorQueue {
   void release_name(const std::string& key);
   // The same for several, under one lock. Their name strings are kept for push's
   // spare_name (the requests' names are left empty).
-  void release_names(std::vector<Request>& completed);
+  void release_names(std::span<Request* const> completed);
 
   // Sleeps until something is pushed, poke() is called, or timeout_us passes.
   // Returns true if there was something to do (queue non-empty or poked).

@@ -106,10 +106,18 @@ class Simulation {
     for (auto& rank : ranks_) {
       std::vector<Response>& ready = rank.ready;
       size_t n = rank.controller->take_ready(&ready);
+      // As the executor takes them: cached ones where they waited, announced ones
+      // moved out (alternate rounds take every one by moving, as speculation does).
+      std::vector<Request> announced, moved(n);
+      announced.reserve(n);
+      const bool in_place = ++rounds_ % 2 == 0;
       for (size_t i = 0; i < n; ++i) {
         assert_true(ready[i].error.ok());
-        Request local;
-        assert_true(rank.controller->take_local(ready[i], &local));  // it was pending
+        Request* taken = in_place ? rank.controller->take_local_in_place(ready[i], &announced)
+                                  : (rank.controller->take_local(ready[i], &moved[i]) ? &moved[i]
+                                                                                      : nullptr);
+        assert_non_null(taken);  // it was pending
+        const Request& local = *taken;
         assert_string_equal(local.name.c_str(), ready[i].name.c_str());  // and is this one
         assert_true(local.spec.shape == ready[i].spec.shape);
         rank.names.release(local.name_entry);
@@ -130,6 +138,7 @@ class Simulation {
 
  private:
   std::vector<SimRank> ranks_;
+  int rounds_ = 0;
 };
 
 uint32_t next(uint32_t* state) {
