@@ -64,7 +64,7 @@ void HandleState::wait(int64_t spin_us) const {
     while (!done()) done_.wait(0, std::memory_order_acquire);
   StepStats& stats = step_stats();
   if (stats.enabled())
-    stats.add_wait(name_, std::chrono::duration_cast<std::chrono::nanoseconds>(
+    stats.add_wait(std::string_view(name_.get(), name_size_), std::chrono::duration_cast<std::chrono::nanoseconds>(
                               std::chrono::steady_clock::now() - start)
                               .count());
 }

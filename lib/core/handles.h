@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -35,7 +36,14 @@ class HandleState {
   void wait(int64_t spin_us) const;
   // The tensor waited on, for step accounting (set at enqueue, before the handle is
   // published, only while step accounting is on).
-  void set_name(std::string_view name) { name_.assign(name); }
+  void set_name(std::string_view name) {
+    if (name.size() > name_capacity_) {
+      name_ = std::make_unique<char[]>(name.size());
+      name_capacity_ = name.size();
+    }
+    if (!name.empty()) std::memcpy(name_.get(), name.data(), name.size());
+    name_size_ = name.size();
+  }
   // TensorQueue::drains() when the operation was queued (set by the queue's push).
   void set_queued_at(uint64_t drains) { queued_at_.store(drains, std::memory_order_relaxed); }
   uint64_t queued_at() const { return queued_at_.load(std::memory_order_relaxed); }
@@ -62,7 +70,12 @@ class HandleState {
   std::atomic<bool> has_error_{false};  // error_ holds a failure
   mutable std::mutex mutex_;
   Error error_;  // guarded by mutex_ (but see reset())
-  std::string name_;  // written before the request is queued, read by the waiter
+  // Written before the request is queued, read by the waiter. Its memory is kept
+  // across the state's reuses, and copied into without std::string's general
+  // assignment (every push pays it while step accounting is on).
+  std::unique_ptr<char[]> name_;
+  size_t name_size_ = 0;
+  size_t name_capacity_ = 0;
 };
 
 class HandleTable;

@@ -31,11 +31,11 @@ void StepStats::start(bool enabled, int64_t warmup) {
   waits_by_name_.clear();
 }
 
-void StepStats::add_wait(const std::string& name, int64_t ns) {
+void StepStats::add_wait(std::string_view name, int64_t ns) {
   wait_ns_.fetch_add(ns, std::memory_order_relaxed);
   if (!measuring_.load(std::memory_order_relaxed) || name.empty()) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = waits_by_name_.find(name);
+  auto it = waits_by_name_.find(std::string(name));  // only a wait that blocked pays it
   if (it != waits_by_name_.end())
     it->second += ns;
   else if (waits_by_name_.size() < kMaxNames)

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -47,7 +48,7 @@ class StepStats {
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
 
   // A wait on the handle of tensor `name` was blocked for ns (any thread).
-  void add_wait(const std::string& name, int64_t ns);
+  void add_wait(std::string_view name, int64_t ns);
   // Background thread.
   void add_negotiate(int64_t ns) { negotiate_ns_.fetch_add(ns, std::memory_order_relaxed); }
   // Bytes are added before the batch runs: its completion may wake a thread that
