@@ -53,7 +53,7 @@ grep -q '"case": "latency"' "$work/out" && grep -q '^rounds: 3; places: shared m
 HVD_LIBRARY=$lib PYTHONPATH=$root/bindings/python HVD_HOROVOD_COMPAT=force \
   OMP_NUM_THREADS=1 HOROVOD_LOG_LEVEL=warning \
   "$mpiexec" -n 2 "$python" "$driver" --cases many_small,latency --many-small 10x64 \
-  --steps 1 --warmup 1 --latency-inner 2 > "$work/run" ||
+  --steps 1 --warmup 1 --latency-inner 2 --interleave > "$work/run" ||
   fail "the driver over libhvd on 2 ranks failed"
 cat "$work/run"
 "$python" - "$work/run" "$work/tagged" <<'EOF' || fail "the driver's JSON"
@@ -65,6 +65,8 @@ for r in rows:
     assert 0 < r["min_ms"] <= r["median_ms"] <= r["max_ms"], r
     if "limit_ms" in r:
         assert r["limit_ms"]["median"] > 0 and r["limit_strategy"], r
+        # measured again beside each step (--interleave)
+        assert r["interleaved_limit_ms"]["median"] > 0 and r["vs_interleaved_limit"] > 0, r
 assert rows[0]["tensors"] == 10 and rows[0]["bytes"] == 10 * 64 * 4, rows[0]
 with open(sys.argv[2], "w") as f:
     for r in rows:

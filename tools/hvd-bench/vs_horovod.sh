@@ -8,7 +8,7 @@
 #
 #   tools/hvd-bench/vs_horovod.sh [--venv DIR] [--build DIR] [--rounds N] [--steps N]
 #       [--warmup N] [--cases LIST] [--no-lab] [--no-shm] [--json FILE]
-#       [--mpi4py-from PYTHON] [--check-args]
+#       [--mpi4py-from PYTHON] [--interleave] [--check-args]
 #
 #   --venv DIR     Horovod's venv. Made when DIR holds none: /usr/bin/python3 -m venv
 #                  --system-site-packages DIR, then Horovod 0.28.1 from PyPI built
@@ -25,6 +25,9 @@
 #                  libraries' runs import for the raw-MPI reference (default: the
 #                  project's .venv/bin/python, else Horovod's venv); none found: no
 #                  limit column
+#   --interleave   also measure the reference before each library step (the driver's
+#                  --interleave: libhvd against a limit of the same seconds; it
+#                  changes Horovod's own times on the lab, see the driver)
 #   --check-args   check the arguments and the driver's, print the plan, run nothing
 #
 # Both libraries run under the same interpreter (the venv's, which sees the system's
@@ -46,7 +49,7 @@ export MPIEXEC=${MPIEXEC:-/usr/bin/mpiexec.mpich}
 usage() { sed -n '2,/^set -euo/p' "$self" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 
 venv=$root/.venv-horovod build=$root/build rounds=2 steps=20 warmup=3 cases=
-lab=1 shm=1 json= mpi4py_from= check=0 in_lab=
+lab=1 shm=1 json= mpi4py_from= check=0 in_lab= interleave=
 while [ $# -gt 0 ]; do
   case $1 in
     --venv) venv=${2:?--venv DIR}; shift ;;
@@ -59,6 +62,7 @@ while [ $# -gt 0 ]; do
     --no-shm) shm=0 ;;
     --json) json=${2:?--json FILE}; shift ;;
     --mpi4py-from) mpi4py_from=${2:?--mpi4py-from PYTHON}; shift ;;
+    --interleave) interleave=--interleave ;;
     --check-args) check=1 ;;
     --in-lab) in_lab=${2:?}; shift ;;  # internal: re-entered by netlab.sh run, results file
     -h|--help) usage ;;
@@ -74,7 +78,7 @@ done
 venv=$(readlink -m "$venv") build=$(readlink -m "$build")
 [ -z "$json" ] || json=$(readlink -m "$json")
 lib=$build/lib/libhvd.so.0
-driver_args=(--steps "$steps" --warmup "$warmup" ${cases:+--cases "$cases"})
+driver_args=(--steps "$steps" --warmup "$warmup" ${cases:+--cases "$cases"} $interleave)
 
 if [ "$check" = 1 ]; then
   /usr/bin/python3 "$driver" "${driver_args[@]}" --dry-run
@@ -193,6 +197,7 @@ fi
 if [ "$lab" = 1 ]; then
   pass=(--build "$build" --venv "$venv" --rounds "$rounds" --steps "$steps" --warmup "$warmup")
   [ -z "$cases" ] || pass+=(--cases "$cases")
+  [ -z "$interleave" ] || pass+=(--interleave)
   status=0
   VS_HOROVOD_MPI4PY=$m4p_dir "$netlab" run -n 2 -- "$self" "${pass[@]}" --in-lab "$results" || status=$?
   if [ "$status" = 77 ]; then

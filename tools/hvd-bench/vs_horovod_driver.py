@@ -18,12 +18,27 @@ starts (mpi4py then starts MPI, and the library uses it): the step's bytes packe
 in one numpy buffer (packing not timed), reduced in place with MPI_Allreduce in one
 call and in consecutive 1, 4 and 16 MiB chunks; the fastest is the limit.
 
+With --interleave, the reference is measured again after the library starts,
+interleaved with its steps: before each library step, one step of the limit's
+strategy on a communicator of its own. On a machine whose speed swings within seconds (the
+network lab's 100 MB allreduce took 37 ms and 89 ms in one process, seconds apart),
+the ratio of a step to its neighbouring reference says how close to the limit the
+library is in that moment, where a limit measured before the library started may
+come from a faster or slower spell. Real Horovod's background thread keeps cycling
+(it calls MPI every cycle time) while the reference runs beside it, which slows the
+reference severalfold on the lab, so Horovod's interleaved ratio flatters it;
+libhvd's idle thread sleeps. And Horovod's own steps ran up to twice as fast on the
+lab with the reference between them as without (not understood): so it is not the
+default, which measures what a training loop does.
+
 Rank 0 prints one JSON line per case:
   {"library": "horovod"|"libhvd", "case": .., "ranks": .., "tensors": .., "bytes": ..,
    "median_ms": .., "min_ms": .., "max_ms": .., "limit_ms": {..}, "limit_strategy": ..,
-   "wrong": 0}
-"limit_ms" is absent when mpi4py was not importable; times of the latency case are per
-allreduce.
+   "interleaved_limit_ms": {..}, "vs_interleaved_limit": .., "wrong": 0}
+"limit_ms" is absent when mpi4py was not importable, the interleaved keys also
+without --interleave; "vs_interleaved_limit" is the median over steps of the interleaved
+reference's time over the library's (the slowest rank's of each); times of the
+latency case are per allreduce.
 """
 import argparse
 import json
@@ -51,6 +66,8 @@ def parse_args(argv):
     p.add_argument("--many-small", default="1000x1024", metavar="NxCOUNT",
                    help="tensors x floats of the many_small case (default 1000x1024)")
     p.add_argument("--no-limit", action="store_true", help="skip the raw-MPI reference")
+    p.add_argument("--interleave", action="store_true",
+                   help="measure the reference again before each library step")
     p.add_argument("--mpi4py-path", default="",
                    help="a folder to put on sys.path for mpi4py (the reference only)")
     p.add_argument("--dry-run", action="store_true",
@@ -126,14 +143,22 @@ class Bench:
             for h in handles:
                 hvd.synchronize(h)
 
-    def run_case(self, case, sizes, args):
+    def run_case(self, case, sizes, args, reference=None):
+        """The library's step times (the slowest rank's) and wrong elements; with a
+        reference (a function of no arguments that runs one raw-MPI step and returns
+        its time in ms), also the reference's time before each library step."""
         torch = self.torch
         tensors = [torch.full((n,), float(self.rank + 1)) for n in sizes]
         names = [f"vs_horovod.{case}.{i}" for i in range(len(sizes))]
         inner = args.latency_inner if case == "latency" else 1
         wrong = 0
         times = []
+        ref_times = []
         for k in range(args.warmup + args.steps):
+            if reference is not None:
+                ref_ms = reference()
+                if k >= args.warmup:
+                    ref_times.append(ref_ms)
             self.barrier()
             start = time.perf_counter()
             self.step(tensors, names, inner)
@@ -144,7 +169,7 @@ class Bench:
             if wrong:
                 for t in tensors:  # go on with right inputs, the count is kept
                     t.fill_(self.expected)
-        return self.slowest(times), wrong
+        return self.slowest(times), wrong, (self.slowest(ref_times) if ref_times else [])
 
 
 class RawMPI:
@@ -169,32 +194,43 @@ class RawMPI:
                 out.append((f"packed-chunks-{mib}MiB", mib * (1 << 20) // 4))
         return out
 
+    def step_ms(self, buf, chunk, inner, comm=None):
+        """One reference step on buf (this rank's time, ms); buf is refilled after."""
+        MPI = self.MPI
+        comm = comm or self.comm
+        total = buf.size
+        comm.Barrier()
+        start = time.perf_counter()
+        for _ in range(inner):
+            if chunk is None:
+                comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
+            else:
+                for off in range(0, total, chunk):
+                    comm.Allreduce(MPI.IN_PLACE, buf[off:off + chunk], op=MPI.SUM)
+        elapsed = (time.perf_counter() - start) / inner
+        buf.fill(float(comm.Get_rank() + 1))  # not timed: sums must not overflow
+        return elapsed * 1e3
+
     def run_case(self, sizes, args, inner):
+        """(strategy name, summary, chunk) of the fastest strategy."""
         MPI, np, comm = self.MPI, self.np, self.comm
-        total = sum(sizes)
-        buf = np.full(total, float(comm.Get_rank() + 1), dtype=np.float32)
+        buf = np.full(sum(sizes), float(comm.Get_rank() + 1), dtype=np.float32)
         best = None
-        for name, chunk in self.strategies(total * 4):
-            times = []
-            for k in range(args.warmup + args.steps):
-                comm.Barrier()
-                start = time.perf_counter()
-                for _ in range(inner):
-                    if chunk is None:
-                        comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
-                    else:
-                        for off in range(0, total, chunk):
-                            comm.Allreduce(MPI.IN_PLACE, buf[off:off + chunk], op=MPI.SUM)
-                elapsed = (time.perf_counter() - start) / inner
-                if k >= args.warmup:
-                    times.append(elapsed * 1e3)
-                buf.fill(float(comm.Get_rank() + 1))  # not timed: sums must not overflow
-            slowest = np.array(times)
+        for name, chunk in self.strategies(buf.size * 4):
+            times = [self.step_ms(buf, chunk, inner) for _ in range(args.warmup + args.steps)]
+            slowest = np.array(times[args.warmup:])
             comm.Allreduce(MPI.IN_PLACE, slowest, op=MPI.MAX)
             s = summary(slowest.tolist())
             if best is None or s["median"] < best[1]["median"]:
-                best = (name, s)
+                best = (name, s, chunk)
         return best
+
+    def interleaved(self, sizes, chunk, inner):
+        """A function running one step of a strategy, for Bench.run_case, on a
+        communicator of its own (the library's collectives may share the world's)."""
+        comm = self.comm.Dup()
+        buf = self.np.full(sum(sizes), float(comm.Get_rank() + 1), dtype=self.np.float32)
+        return lambda: self.step_ms(buf, chunk, inner, comm)
 
 
 def main(argv=None):
@@ -232,7 +268,11 @@ def main(argv=None):
         print(f"vs_horovod_driver: {raw_note}", file=sys.stderr)
     status = 0
     for case, sizes in plan.items():
-        times, wrong = bench.run_case(case, sizes, args)
+        reference = None
+        if case in limits and args.interleave:
+            inner = args.latency_inner if case == "latency" else 1
+            reference = raw.interleaved(sizes, limits[case][2], inner)
+        times, wrong, ref_times = bench.run_case(case, sizes, args, reference)
         total_wrong = int(hvd.allreduce(torch.tensor([wrong], dtype=torch.int64),
                                         op=hvd.Sum, name=f"vs_horovod.wrong.{case}").item())
         row = {"library": library, "case": case, "ranks": bench.size,
@@ -240,8 +280,12 @@ def main(argv=None):
         s = summary(times)
         row.update(median_ms=s["median"], min_ms=s["min"], max_ms=s["max"])
         if case in limits:
-            strategy, limit = limits[case]
+            strategy, limit, _ = limits[case]
             row.update(limit_ms=limit, limit_strategy=strategy, mpi=raw.version)
+        if ref_times:
+            row.update(interleaved_limit_ms=summary(ref_times),
+                       vs_interleaved_limit=statistics.median(
+                           r / t for r, t in zip(ref_times, times)))
         row.update(wrong=total_wrong, version=getattr(horovod, "__version__", "?"))
         if total_wrong:
             status = 1

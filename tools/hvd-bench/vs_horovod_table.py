@@ -8,7 +8,15 @@ the processes of both libraries, before the library started), each library as a
 fraction of the limit measured in its own run (limit time / library time, median
 over runs; 1 is the limit), and the speed-up once more from those ratios (libhvd's
 over Horovod's), which cancels much of what the load does to one run and not to
-another.
+another. Where the runs measured the reference interleaved with the library's steps
+(the driver's "vs_interleaved_limit": the median over steps of the neighbouring
+reference step's time over the library step's), two more columns: libhvd against
+that interleaved limit (median over runs), which cancels what the load does within a
+run too, and how much slower the reference ran beside each library than before it
+started (interleaved limit over limit, median over runs). No speed-up is derived
+from the interleaved ratios: Horovod's background thread, cycling beside the
+reference, slows it severalfold (measured on the lab), so Horovod's ratio would
+flatter it.
 
   vs_horovod_table.py RESULTS.jsonl [--json OUT]   (--json: one summary line per row)
 """
@@ -49,6 +57,8 @@ def summarize(rows):
         key = (r.get("place", "?"), r["case"])
         g = groups.setdefault(key, {"horovod": [], "libhvd": [], "limit": [], "wrong": 0,
                                     "horovod_vs": [], "libhvd_vs": [],
+                                    "horovod_il": [], "libhvd_il": [],
+                                    "horovod_beside": [], "libhvd_beside": [],
                                     "ranks": r["ranks"], "tensors": r["tensors"],
                                     "bytes": r["bytes"], "strategies": set()})
         g[r["library"]].append(r["median_ms"])
@@ -57,6 +67,11 @@ def summarize(rows):
             g["limit"].append(r["limit_ms"]["median"])
             g[r["library"] + "_vs"].append(r["limit_ms"]["median"] / r["median_ms"])
             g["strategies"].add(r["limit_strategy"])
+        if "vs_interleaved_limit" in r:
+            g[r["library"] + "_il"].append(r["vs_interleaved_limit"])
+            if "limit_ms" in r:
+                g[r["library"] + "_beside"].append(r["interleaved_limit_ms"]["median"]
+                                                   / r["limit_ms"]["median"])
     out = []
     places = []
     for place, _ in groups:
@@ -85,12 +100,20 @@ def summarize(rows):
                 if g["horovod_vs"] and g["libhvd_vs"]:
                     row["speedup_per_run_limits"] = (row["libhvd_vs_limit"]
                                                      / row["horovod_vs_limit"])
+            for lib in ("horovod", "libhvd"):
+                if g[lib + "_il"]:
+                    row[f"{lib}_vs_interleaved_limit"] = statistics.median(g[lib + "_il"])
+                if g[lib + "_beside"]:
+                    row[f"reference_beside_{lib}"] = statistics.median(g[lib + "_beside"])
             out.append(row)
     return out
 
 
 def print_table(summary, file=sys.stdout):
     place = None
+    # The interleaved columns only where some run measured them (--interleave).
+    interleaved = any("libhvd_vs_interleaved_limit" in r or "reference_beside_horovod" in r
+                      for r in summary)
     for row in summary:
         if row["place"] != place:
             place = row["place"]
@@ -98,9 +121,12 @@ def print_table(summary, file=sys.stdout):
                   f"{row['horovod_runs']} Horovod and {row['libhvd_runs']} libhvd runs)\n",
                   file=file)
             print("| case | Horovod | libhvd | libhvd speed-up | raw-MPI limit "
-                  "| Horovod vs limit | libhvd vs limit | speed-up from the ratios |",
+                  "| Horovod vs limit | libhvd vs limit | speed-up from the ratios |"
+                  + (" libhvd vs interleaved limit "
+                     "| reference beside Horovod, libhvd (x its time before) |"
+                     if interleaved else ""), file=file)
+            print("|---|---|---|---|---|---|---|---|" + ("---|---|" if interleaved else ""),
                   file=file)
-            print("|---|---|---|---|---|---|---|---|", file=file)
         case = row["case"]
         speedup = row.get("speedup")
         limit = fmt_time(row.get("limit_ms"), case)
@@ -113,7 +139,11 @@ def print_table(summary, file=sys.stdout):
               f"| {fmt_ratio(row.get('horovod_vs_limit'))} "
               f"| {fmt_ratio(row.get('libhvd_vs_limit'))} "
               f"| {fmt_ratio(row.get('speedup_per_run_limits'))}"
-              f"{'' if row.get('speedup_per_run_limits') is None else ' x'} |", file=file)
+              f"{'' if row.get('speedup_per_run_limits') is None else ' x'} |"
+              + (f" {fmt_ratio(row.get('libhvd_vs_interleaved_limit'))} "
+                 f"| {fmt_ratio(row.get('reference_beside_horovod'))}, "
+                 f"{fmt_ratio(row.get('reference_beside_libhvd'))} |" if interleaved else ""),
+              file=file)
 
 
 def main(argv=None):
