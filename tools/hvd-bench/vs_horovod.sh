@@ -26,8 +26,8 @@
 #                  project's .venv/bin/python, else Horovod's venv); none found: no
 #                  limit column
 #   --interleave   also measure the reference before each library step (the driver's
-#                  --interleave: libhvd against a limit of the same seconds; it
-#                  changes Horovod's own times on the lab, see the driver)
+#                  --interleave: libhvd against a limit of the same seconds; beside
+#                  Horovod the reference slows severalfold, see the driver)
 #   --check-args   check the arguments and the driver's, print the plan, run nothing
 #
 # Both libraries run under the same interpreter (the venv's, which sees the system's

@@ -27,9 +27,9 @@ library is in that moment, where a limit measured before the library started may
 come from a faster or slower spell. Real Horovod's background thread keeps cycling
 (it calls MPI every cycle time) while the reference runs beside it, which slows the
 reference severalfold on the lab, so Horovod's interleaved ratio flatters it;
-libhvd's idle thread sleeps. And Horovod's own steps ran up to twice as fast on the
-lab with the reference between them as without (not understood): so it is not the
-default, which measures what a training loop does.
+libhvd's idle thread sleeps. Whether the reference between steps changes Horovod's
+own step times the lab's noise did not settle: so it is not the default, which
+measures what a training loop does.
 
 Rank 0 prints one JSON line per case:
   {"library": "horovod"|"libhvd", "case": .., "ranks": .., "tensors": .., "bytes": ..,
