@@ -63,10 +63,11 @@ void HandleState::wait(int64_t spin_us) const {
   if (!finished)
     while (!done()) done_.wait(0, std::memory_order_acquire);
   StepStats& stats = step_stats();
-  if (stats.enabled())
-    stats.add_wait(std::string_view(name_.get(), name_size_), std::chrono::duration_cast<std::chrono::nanoseconds>(
-                              std::chrono::steady_clock::now() - start)
-                              .count());
+  if (stats.enabled()) {
+    const auto waited = std::chrono::steady_clock::now() - start;
+    stats.add_wait(std::string_view(name_.get(), name_size_),
+                   std::chrono::duration_cast<std::chrono::nanoseconds>(waited).count());
+  }
 }
 
 void HandleState::publish_stream_waiter(StreamWaiter waiter) {
