@@ -5,6 +5,7 @@
 #include "api/validate.h"
 #include "base/dtype.h"
 #include "core/enqueue.h"
+#include "core/name_table.h"
 #include "core/wire.h"
 #include "hvd/hvd.h"
 
@@ -56,11 +57,14 @@ bool enqueue_repeated_allreduce(const void* sendbuf, void* recvbuf, int64_t coun
   OpOptions opts;
   if (!read_options(options, &opts).ok() || !check_options_shape(opts.shape, count).ok())
     return false;
-  std::shared_ptr<Runtime> rt = current_runtime();
-  if (!rt) return false;
   TensorSpec spec;
   fill_spec(&spec, opts, OpType::Allreduce, dtype);
+  // A call that is not plain (device memory, a process set, a stream) never repeats:
+  // it goes to the checked path without the queue's lock and a handle made for nothing.
+  if (!NameTable::plain(spec, opts.stream, opts.allocator)) return false;
   finish_allreduce_spec(&spec, op, opts.shape, count);
+  std::shared_ptr<Runtime> rt = current_runtime();
+  if (!rt) return false;
   return enqueue_repeat(*rt, std::string_view(name, length), spec, sendbuf, recvbuf, handle);
 }
 

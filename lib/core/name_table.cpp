@@ -49,9 +49,7 @@ NameEntry* NameTable::acquire_repeat(std::string_view name, const TensorSpec& sp
 
 void NameTable::remember(const Request& r) {
   NameEntry* e = r.name_entry;
-  e->repeat_valid = r.spec.op == OpType::Allreduce && r.spec.process_set == 0 &&
-                    r.spec.device == HVD_DEVICE_CPU && r.spec.group_size == 0 && !r.stream &&
-                    !r.allocator;
+  e->repeat_valid = plain(r.spec, r.stream, r.allocator);
   if (e->repeat_valid) e->repeat = r.spec;
 }
 

@@ -46,9 +46,15 @@ class NameTable {
   // spec, marked in flight; nullptr when the name is unknown, in flight, or its last
   // push differed (the caller then takes the checked path).
   NameEntry* acquire_repeat(std::string_view name, const TensorSpec& spec);
-  // Remembers a request just acquired as its entry's repeat when it is plain: a host
-  // allreduce on the global set, alone (not a group member), without a stream or an
-  // allocator. Its spec then says everything the API checked.
+  // Whether a push of this spec, stream and allocator is plain: a host allreduce on the
+  // global set, alone (not a group member), without a stream or an allocator. Only a
+  // plain push is remembered, so only a plain call can repeat one.
+  static bool plain(const TensorSpec& spec, const void* stream, hvd_allocator_fn allocator) {
+    return spec.op == OpType::Allreduce && spec.process_set == 0 &&
+           spec.device == HVD_DEVICE_CPU && spec.group_size == 0 && !stream && !allocator;
+  }
+  // Remembers a request just acquired as its entry's repeat when it is plain (above).
+  // Its spec then says everything the API checked.
   static void remember(const Request& request);
   // The operation is done: the name may be used again.
   void release(NameEntry* entry);
