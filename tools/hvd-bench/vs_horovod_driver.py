@@ -20,8 +20,8 @@ call and in consecutive 1, 4 and 16 MiB chunks; the fastest is the limit.
 
 With --interleave, the reference is measured again after the library starts,
 interleaved with its steps: before each library step, one step of the limit's
-strategy on a communicator of its own. On a machine whose speed swings within seconds (the
-network lab's 100 MB allreduce took 37 ms and 89 ms in one process, seconds apart),
+strategy on a communicator of its own. On a machine whose speed swings within
+seconds (the network lab's 100 MB allreduce took 37 ms and 89 ms in one process),
 the ratio of a step to its neighbouring reference says how close to the limit the
 library is in that moment, where a limit measured before the library started may
 come from a faster or slower spell. Real Horovod's background thread keeps cycling
@@ -36,9 +36,9 @@ Rank 0 prints one JSON line per case:
    "median_ms": .., "min_ms": .., "max_ms": .., "limit_ms": {..}, "limit_strategy": ..,
    "interleaved_limit_ms": {..}, "vs_interleaved_limit": .., "wrong": 0}
 "limit_ms" is absent when mpi4py was not importable, the interleaved keys also
-without --interleave; "vs_interleaved_limit" is the median over steps of the interleaved
-reference's time over the library's (the slowest rank's of each); times of the
-latency case are per allreduce.
+without --interleave; "vs_interleaved_limit" is the median over steps of the
+interleaved reference's time over the library's (the slowest rank's of each); times
+of the latency case are per allreduce.
 """
 import argparse
 import json
