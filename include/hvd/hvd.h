@@ -195,7 +195,10 @@ HVD_API hvd_status_t hvd_init_with_process_sets(int nsets, const int* const* ran
 /* Stops the background thread; every pending operation completes with
  * HVD_ERR_SHUT_DOWN. Safe to call when not initialized (HVD_SUCCESS). Collective in
  * the sense that every rank should call it; a rank that calls it alone makes the
- * others' operations fail with HVD_ERR_SHUT_DOWN rather than hang. */
+ * others' operations fail with HVD_ERR_SHUT_DOWN rather than hang. Frees libhvd's own
+ * MPI objects. Where the application initialized MPI, call it before MPI_Finalize:
+ * an MPI_Finalize that finds libhvd running shuts it down with a warning, but MPICH
+ * may still abort at exit then. */
 HVD_API hvd_status_t hvd_shutdown(void);
 
 /* 1 if initialized, else 0. 0 in the child of a fork() taken after init: the child

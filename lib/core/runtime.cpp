@@ -29,6 +29,10 @@ std::shared_ptr<Runtime> g_runtime;
 bool g_we_initialized_mpi = false;
 bool g_atexit_registered = false;
 
+// True on libhvd's background thread: exit() called there (an MPI error handler that
+// aborts) runs the exit handlers on it, and it cannot join itself.
+thread_local bool t_on_background_thread = false;
+
 // fork() after init: the child has a copy of the runtime's memory but none of its
 // threads, and MPI's connections belong to the parent. Shutting the copy down (at the
 // child's exit) blocked on locks held by the parent's threads at the fork, and an
@@ -70,14 +74,43 @@ void send_exit_notice(int status) {
 // Registered with on_exit (glibc), which passes the status given to exit().
 void finalize_at_exit(int status, void*) {
   if (g_forked_child) return;  // the parent's MPI and runtime: not this process's to end
+  if (t_on_background_thread) return;
   send_exit_notice(status);
   runtime_shutdown();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (g_we_initialized_mpi && !finalized) {
-    mpi_types_free();
     MPI_Finalize();
   }
+}
+
+// The application's own MPI_Finalize while libhvd still runs, where the application
+// initialized MPI (a C program's MPI_Init, mpi4py's finalize after an explicit
+// MPI.Finalize()) and did not call hvd_shutdown first: MPI calls the delete callbacks
+// of MPI_COMM_SELF's attributes first thing in MPI_Finalize, while calls still work,
+// and libhvd shuts down there. Without it the background thread went on calling MPI
+// after MPI_Finalize and the process always died at exit (MPICH: "Attempting to use
+// an MPI routine after finalizing"). It is a safety net, not the way: MPICH 4 turns
+// its thread locking off before these callbacks, so a call the background thread was
+// inside at that moment leaves a lock held and MPICH can still abort at exit (often,
+// measured with 4 ranks on 2 cores); Open MPI is clean. Hence the warning.
+int shutdown_at_mpi_finalize(MPI_Comm, int, void*, void*) {
+  if (current_runtime()) {
+    HVD_LOG(Warning, "MPI_Finalize was called while libhvd was initialized; libhvd shut "
+                     "itself down first. Call hvd_shutdown() (Python: hvd.shutdown()) before "
+                     "MPI_Finalize: MPI may otherwise abort at exit");
+    runtime_shutdown();
+  }
+  return MPI_SUCCESS;
+}
+
+void end_with_mpi_finalize() {
+  int keyval = MPI_KEYVAL_INVALID;
+  if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, shutdown_at_mpi_finalize, &keyval, nullptr) !=
+          MPI_SUCCESS ||
+      MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr) != MPI_SUCCESS)
+    HVD_LOG(Warning, "could not register libhvd's shutdown with MPI_Finalize: call hvd_shutdown "
+                     "before MPI_Finalize");
 }
 
 void free_comm(MPI_Comm* comm) {
@@ -205,6 +238,7 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
                       provided);
   if (!g_atexit_registered) {
     on_exit(finalize_at_exit, nullptr);
+    end_with_mpi_finalize();
     pthread_atfork(nullptr, nullptr, forget_runtime_in_child);
     g_atexit_registered = true;
   }
@@ -276,7 +310,10 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
   step_stats().start(rt->params.step_stats, rt->params.step_stats_warmup);
   rt->loop = std::make_unique<BackgroundLoop>(*rt);
   Runtime* raw = rt.get();
-  rt->thread = std::thread([raw] { raw->loop->run(); });
+  rt->thread = std::thread([raw] {
+    t_on_background_thread = true;
+    raw->loop->run();
+  });
   // Named here, before init returns, so that top -H, perf and gdb tell it from the
   // caller's threads from its first moment.
   pthread_setname_np(rt->thread.native_handle(), "hvd-background");
@@ -292,6 +329,10 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
 
 Error runtime_shutdown() {
   if (g_forked_child) return forked_child_error("hvd_shutdown");
+  if (t_on_background_thread)
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "hvd_shutdown called on libhvd's own background thread, which cannot "
+                      "wait for itself to end");
   std::lock_guard<std::mutex> lifecycle(g_lifecycle_mutex);
   std::shared_ptr<Runtime> rt;
   {
@@ -305,8 +346,13 @@ Error runtime_shutdown() {
   rt->loop.reset();
   process_timeline().stop();
   // The background thread has ended, so this thread may call MPI now. Users that
-  // still hold the runtime only see the closed queue.
+  // still hold the runtime only see the closed queue. libhvd's reduction ops and
+  // negotiation types go too (hvd_init makes them again): where the application owns
+  // MPI, its MPI_Finalize would otherwise report them leaked.
   rt->free_comms();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) mpi_types_free();
   return Error::success();
 }
 

@@ -162,11 +162,13 @@ def shutdown():
 
 
 @atexit.register
-def _shutdown_if_work_pending():
-    """At interpreter exit, operations still in flight would write into buffers that
-    Python is about to free: shut libhvd down first (completing them), as Horovod
-    shuts down at exit."""
-    if _raw.in_flight() and is_initialized():
+def _shutdown_at_exit():
+    """At interpreter exit libhvd shuts down, as Horovod does: operations still in
+    flight would write into buffers Python is about to free, and where mpi4py owns MPI
+    its MPI_Finalize comes after this (mpi4py finalizes in Py_AtExit, after every
+    atexit function), which must not find libhvd's background thread still calling
+    MPI (MPICH aborted at exit)."""
+    if is_initialized():
         shutdown()
 
 
