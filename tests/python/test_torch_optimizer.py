@@ -383,3 +383,118 @@ def test_bucket_views_are_one_buffer_and_stay_across_zero_grad():
     opt.step()
     assert len(storages()) == 1
     assert_same_on_every_rank(params_of(model), "opt.same.bucket.views")
+
+
+# Bucket views reduce a bucket of gradients at a time (bucket_cap_mb). A cap below one
+# parameter's size makes one bucket per parameter; 1e-4 MB (104 bytes) puts the test
+# model's 4 x 5 weight in a bucket of its own and the small ones together.
+@pytest.mark.parametrize("cap", [25, 1e-4, 1e-9])
+@pytest.mark.parametrize("op", [hvd.Average, hvd.Sum])
+def test_buckets_of_any_size_train_as_separate_gradients(cap, op):
+    model, reference = train(op=op, gradient_as_bucket_view=True, bucket_cap_mb=cap)
+    assert torch.allclose(params_of(model), params_of(reference), rtol=1e-9, atol=1e-12)
+    assert_same_on_every_rank(params_of(model), f"opt.same.buckets.{cap}.{op}")
+
+
+def test_buckets_with_predivide_and_two_backward_passes():
+    model, reference = train(passes=2, gradient_as_bucket_view=True, bucket_cap_mb=1e-4,
+                             gradient_predivide_factor=2.0)
+    assert torch.allclose(params_of(model), params_of(reference), rtol=1e-9, atol=1e-12)
+    assert_same_on_every_rank(params_of(model), "opt.same.buckets.bpps2")
+
+
+def bucket_optimizer(model, cap=25, passes=1):
+    return hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                    model.named_parameters(), gradient_as_bucket_view=True,
+                                    bucket_cap_mb=cap, backward_passes_per_step=passes)
+
+
+def test_one_allreduce_per_bucket_started_during_backward():
+    if hvd.size() == 1:
+        pytest.skip("a one-rank job registers no hooks and needs no buffers")
+    model = make_model()
+    opt = bucket_optimizer(model)
+    assert len(opt._push_buckets) == 1  # the whole model under 25 MB
+    loss_fn(model, *batch(0, hvd.rank())).backward()
+    assert opt._push_buckets[0].handle is not None  # started by the last gradient's hook
+    assert not opt._handles  # and no allreduce per gradient
+    opt.step()
+    assert opt._push_buckets[0].handle is None
+    small = bucket_optimizer(make_model(), cap=1e-9)
+    assert len(small._push_buckets) == len(list(model.parameters()))
+
+
+def test_buckets_report_too_many_backward_passes():
+    if hvd.size() == 1:
+        pytest.skip("a one-rank job registers no hooks")
+    model = make_model()
+    opt = bucket_optimizer(model)
+    loss_fn(model, *batch(0, hvd.rank())).backward()
+    with pytest.raises(AssertionError, match="backward_passes_per_step"):
+        loss_fn(model, *batch(1, hvd.rank())).backward()
+    opt.synchronize()
+    with opt.skip_synchronize():
+        opt.step()
+
+
+def test_buckets_reduce_unused_parameters_as_zeros():
+    model = make_model()
+    extra = torch.nn.Parameter(torch.zeros(3, dtype=torch.float64))
+    named = list(model.named_parameters()) + [("extra", extra)]
+    opt = hvd.DistributedOptimizer(torch.optim.SGD([p for _, p in named], lr=0.1), named,
+                                   gradient_as_bucket_view=True, bucket_cap_mb=1e-4)
+    for step in range(2):
+        opt.zero_grad()
+        loss_fn(model, *batch(step, hvd.rank())).backward()
+        opt.step()  # the bucket waiting for "extra" starts at synchronize()
+    assert torch.equal(extra.detach(), torch.zeros(3, dtype=torch.float64))
+    assert_same_on_every_rank(params_of(model), "opt.same.buckets.unused")
+
+
+def test_buckets_follow_rank_0s_order_when_ranks_differ():
+    # Each rank runs the two branches in its own order, so backward completes their
+    # gradients in different orders on different ranks. Buckets are reduced by name,
+    # whatever they hold: every rank must take rank 0's layout, or unrelated gradients
+    # would be summed together.
+    if hvd.size() == 1:
+        pytest.skip("a one-rank job registers no hooks and needs no buffers")
+    torch.manual_seed(11)
+
+    class TwoBranches(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Linear(3, 3)
+            self.b = torch.nn.Linear(3, 3)
+
+        def forward(self, x):
+            first, second = (self.a, self.b) if hvd.rank() % 2 == 0 else (self.b, self.a)
+            return second(torch.tanh(first(x)))
+
+    model = TwoBranches()
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    opt = bucket_optimizer(model, cap=1e-4)  # 48- and 12-byte gradients: several buckets
+    for step in range(3):
+        opt.zero_grad()
+        model(torch.full((2, 3), float(hvd.rank() + step + 1))).sum().backward()
+        opt.step()
+    # One layout on every rank (offsets into the buffer, in parameter order) ...
+    base = min(p.grad.data_ptr() for p in model.parameters())
+    offsets = torch.tensor([p.grad.data_ptr() - base for p in model.parameters()])
+    assert_same_on_every_rank(offsets, "opt.buckets.layout")
+    # ... and the gradients of the last step are the averages of every rank's.
+    grads = torch.cat([p.grad.reshape(-1) for p in model.parameters()])
+    assert_same_on_every_rank(grads, "opt.buckets.grads")
+
+
+def test_buckets_of_different_models_fail_on_every_rank():
+    if hvd.size() == 1:
+        pytest.skip("a one-rank job registers no hooks and needs no buffers")
+    model = make_model()
+    extra = [("extra", torch.nn.Parameter(torch.zeros(7, dtype=torch.float64)))]
+    named = list(model.named_parameters()) + (extra if hvd.rank() == 0 else [])
+    opt = hvd.DistributedOptimizer(torch.optim.SGD([p for _, p in named], lr=0.1), named,
+                                   gradient_as_bucket_view=True)
+    loss_fn(model, *batch(0, hvd.rank())).backward()
+    with pytest.raises(hvd.HvdError):
+        opt.synchronize()  # one bucket of another size on rank 0: an error, no hang
+    hvd.barrier()

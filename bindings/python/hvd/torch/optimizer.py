@@ -20,8 +20,8 @@ from ..basics import Adasum, Average
 from .compression import Compression
 from ..basics import mark_step, process_set_included, size
 from ..errors import HvdError, NotInitializedError
-from .mpi_ops import (allreduce_async_, grouped_allreduce_async_, sparse_allreduce_async,
-                      synchronize)
+from .mpi_ops import (allreduce_async_, broadcast_, grouped_allreduce_async_,
+                      sparse_allreduce_async, synchronize)
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
@@ -30,7 +30,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
                  gradient_predivide_factor, groups, sparse_as_dense, process_set,
-                 gradient_as_bucket_view=False):
+                 gradient_as_bucket_view=False, bucket_cap_mb=25):
         super(self.__class__, self).__init__(params)
         self._compression = compression
         self.backward_passes_per_step = int(backward_passes_per_step)
@@ -66,6 +66,18 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         # laid out again in that order after it, as DDP rebuilds its buckets (None:
         # not recording).
         self._ready_order = None
+        # With bucket views, plain dense gradients are reduced a bucket at a time, as
+        # DDP does: consecutive gradients of a flat buffer, up to bucket_cap_mb, in one
+        # allreduce started once the last of them is ready (_Bucket). Groups and
+        # compression keep one allreduce per gradient.
+        if not float(bucket_cap_mb) > 0:
+            raise ValueError(f"bucket_cap_mb must be a positive number, not {bucket_cap_mb!r}")
+        self._bucket_cap_bytes = max(1, int(float(bucket_cap_mb) * 2**20))
+        self._push_buckets = []  # _Bucket, in buffer order
+        self._slots = {}  # parameter -> its _Slot (its view, its bucket, passes left)
+        self._layouts = 0  # buffer layouts made; part of the buckets' names
+        self._pushes_buckets = (gradient_as_bucket_view and not self._groups
+                                and compression is Compression.none)
         if self._hooked:
             self._register_hooks()
             if gradient_as_bucket_view:
@@ -80,6 +92,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self.backward_passes_per_step = int(passes)
         for p in self._allreduce_delay:
             self._allreduce_delay[p] = self.backward_passes_per_step
+        for slot in self._slots.values():
+            slot.passes_left = self.backward_passes_per_step
 
     def _all_params(self):
         return [p for group in self.param_groups for p in group["params"]]
@@ -140,8 +154,29 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def _make_hook(self, p):
         # Runs once per gradient per backward pass: each lookup here is paid a thousand
-        # times a step by a model of a thousand tensors.
+        # times a step by a model of a thousand tensors (the bucket path's state is in
+        # the slot the closure holds: no hashing of tensors).
+        slot = self._slots[p] = _Slot(p, self.backward_passes_per_step)
+
         def hook(*_):
+            if self._pushes_buckets:
+                # p's gradient is complete for this pass: count it into its bucket,
+                # and start the bucket's allreduce when it was the last one.
+                left = slot.passes_left
+                if left <= 0:
+                    raise AssertionError(
+                        "gradients were computed more than backward_passes_per_step times "
+                        "before step(); raise backward_passes_per_step to accumulate "
+                        "gradients locally")
+                if self._ready_order is not None and left == self.backward_passes_per_step:
+                    self._ready_order.append(p)
+                slot.passes_left = left - 1
+                if left == 1:
+                    bucket = slot.bucket
+                    bucket.waiting -= 1
+                    if bucket.waiting == 0:
+                        self._launch_bucket(bucket)
+                return
             delay = self._allreduce_delay[p]
             if self._ready_order is not None and delay == self.backward_passes_per_step:
                 self._ready_order.append(p)  # ready in the first step, in this order
@@ -164,6 +199,15 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             handles[p] = self._allreduce_grad_async(p)
         return hook
 
+    def _launch_bucket(self, bucket):
+        for slot in bucket.slots:
+            if slot.param.grad is not slot.view:
+                slot.attach()  # a .grad dropped or replaced since
+        prescale, postscale = self._scale()
+        bucket.handle = allreduce_async_(bucket.flat, name=bucket.name, op=self.op,
+                                         prescale_factor=prescale, postscale_factor=postscale,
+                                         process_set=self.process_set)
+
     def _make_bucket_views(self, order):
         # Laid out in the given order: first reverse registration order, the order in
         # which a backward pass usually completes gradients, then the order the first
@@ -173,41 +217,65 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         for p in order:
             by_buffer.setdefault((p.dtype, p.device), []).append(p)
         self._buckets = []
+        self._push_buckets = []
         for (dtype, device), params in by_buffer.items():
             flat = torch.zeros(sum(p.numel() for p in params), dtype=dtype, device=device)
             offset = 0
+            bucket = None
             for p in params:
                 view = flat[offset:offset + p.numel()].view(p.shape)
                 if p.grad is not None:
                     view.copy_(p.grad)
                 p.grad = view
                 self._bucket_views[p] = view
+                slot = self._slots[p]
+                slot.view = view
+                if bucket is None or bucket.bytes(offset + p.numel()) > self._bucket_cap_bytes:
+                    if bucket is not None:
+                        bucket.close(flat, offset)
+                    bucket = _Bucket(f"allreduce.bucket.{self._layouts}.{len(self._push_buckets)}",
+                                     offset, flat.element_size())
+                    self._push_buckets.append(bucket)
+                bucket.slots.append(slot)
+                slot.bucket = bucket
                 offset += p.numel()
+            if bucket is not None:
+                bucket.close(flat, offset)
             self._buckets.append(flat)
+        self._layouts += 1
 
     def _relayout_bucket_views(self):
         """After the first step: the buffers again, in the order its gradients became
         ready (parameters that got none keep their relative order, after them), holding
-        the reduced gradients. Once; a layout that already matches is kept."""
+        the reduced gradients. Once; a layout that already matches is kept. Buckets
+        are reduced under one name whatever they hold, so every rank must lay them out
+        alike: rank 0's order is the one (a backward pass can complete gradients in
+        another order on another rank)."""
         observed, self._ready_order = self._ready_order, None
-        if not observed:
-            return
         current = sorted(self._bucket_views, key=lambda p: self._bucket_views[p].data_ptr())
         seen = set(observed)
         order = observed + [p for p in current if p not in seen]
+        if self._pushes_buckets:
+            order = self._rank0_order(order, current)
+        elif not observed:
+            return
         if any(a is not b for a, b in zip(order, current)):  # tensors: compare identity
             self._make_bucket_views(order)
 
+    def _rank0_order(self, order, current):
+        position = {p: i for i, p in enumerate(current)}
+        indices = torch.tensor([position[p] for p in order], dtype=torch.int64)
+        # A rank whose model has other parameters fails here, on every rank, with the
+        # broadcast's shape mismatch, rather than reducing unrelated gradients together.
+        broadcast_(indices, 0, name=f"allreduce.bucket.layout.{self._layouts}",
+                   process_set=self.process_set)
+        return [current[i] for i in indices.tolist()]
+
     def _attach_bucket_view(self, p):
         # A .grad set to None (module.zero_grad()) or replaced comes back into its view.
-        view = self._bucket_views.get(p)
-        if view is None or p.grad is view:
-            return
-        if p.grad is None:
-            view.zero_()
-        else:
-            view.copy_(p.grad)
-        p.grad = view
+        slot = self._slots.get(p)
+        if slot is not None and slot.view is not None and p.grad is not slot.view:
+            slot.attach()
 
     # --- communication ----------------------------------------------------------------
 
@@ -282,8 +350,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if not self._hooked:
             self._synchronized = True
             return
+        if self._pushes_buckets:
+            self._synchronize_buckets()
         for p in self._requires_update:
-            if p in self._group_of:
+            if p in self._group_of or (self._pushes_buckets and p in self._slots):
                 continue
             if p not in self._handles or self._handles[p][0] is None:
                 self._handles[p] = self._allreduce_grad_async(p)
@@ -299,6 +369,20 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if self._ready_order is not None:
             self._relayout_bucket_views()
         self._synchronized = True
+
+    def _synchronize_buckets(self):
+        # Buckets whose gradients did not all come (parameters unused in this pass, or
+        # fewer passes than backward_passes_per_step) start now, with what they hold.
+        for bucket in self._push_buckets:
+            if bucket.handle is None:
+                self._launch_bucket(bucket)
+        passes = self.backward_passes_per_step
+        for bucket in self._push_buckets:
+            handle, bucket.handle = bucket.handle, None
+            bucket.waiting = len(bucket.slots)
+            synchronize(handle)
+            for slot in bucket.slots:
+                slot.passes_left = passes
 
     @contextmanager
     def skip_synchronize(self):
@@ -334,7 +418,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             pass  # accounting only: a step after hvd.shutdown() is the optimizer's affair
 
     def zero_grad(self, *args, **kwargs):
-        if self._handles:
+        if self._handles or any(b.handle is not None for b in self._push_buckets):
             raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
                                  "before optimizer.step() or optimizer.synchronize(): the "
                                  "gradients are still being reduced")
@@ -343,10 +427,55 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             # would leave its view, and the next backward pass would allocate anew.
             for flat in self._buckets:
                 flat.zero_()
-            for p in self._bucket_views:
-                self._attach_bucket_view(p)
+            for slot in self._slots.values():
+                if slot.param.grad is not slot.view:
+                    slot.attach()
             return None
         return super(self.__class__, self).zero_grad(*args, **kwargs)
+
+
+class _Slot:
+    """A hooked parameter's state for bucket views: its view in a flat buffer (None
+    without bucket views), its bucket, and the backward passes left before its
+    gradient counts as ready this step."""
+    __slots__ = ("param", "view", "bucket", "passes_left")
+
+    def __init__(self, param, passes):
+        self.param = param
+        self.view = None
+        self.bucket = None
+        self.passes_left = passes
+
+    def attach(self):
+        # A .grad set to None (module.zero_grad()) or replaced comes back into its view.
+        grad = self.param.grad
+        if grad is None:
+            self.view.zero_()
+        else:
+            self.view.copy_(grad)
+        self.param.grad = self.view
+
+
+class _Bucket:
+    """Consecutive gradients of one flat buffer reduced by one allreduce: its slice
+    of the buffer, its parameters' slots, and how many of them this step still waits
+    for."""
+
+    def __init__(self, name, start, element_size):
+        self.name = name
+        self.start = start
+        self.element_size = element_size
+        self.slots = []
+        self.flat = None
+        self.waiting = 0
+        self.handle = None
+
+    def bytes(self, end):
+        return (end - self.start) * self.element_size
+
+    def close(self, flat, end):
+        self.flat = flat[self.start:end]
+        self.waiting = len(self.slots)
 
 
 class _DistributedAdasumOptimizer(_DistributedOptimizer):
@@ -442,7 +571,7 @@ class _DistributedAdasumOptimizer(_DistributedOptimizer):
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
                          backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
                          num_groups=0, groups=None, sparse_as_dense=False, process_set=None,
-                         gradient_as_bucket_view=False):
+                         gradient_as_bucket_view=False, bucket_cap_mb=25):
     """Wraps a torch optimizer so that gradients are averaged over the ranks (Horovod's
     DistributedOptimizer). The result is an instance of a subclass of the optimizer's
     own class, sharing its parameter groups.
@@ -462,8 +591,12 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     name): each parameter's .grad becomes a view into a flat buffer per dtype and
     device, laid out in the order backward completes gradients (reverse registration
     order until the first step has shown the real one, as DDP rebuilds its buckets), so
-    libhvd reduces them where they are, without fusion copies. zero_grad() then zeroes in place whatever
-    set_to_none says. For dense gradients only.
+    libhvd reduces them where they are, without fusion copies. zero_grad() then zeroes
+    in place whatever set_to_none says. For dense gradients only. Without groups or
+    compression the gradients go a bucket at a time, as DDP's: consecutive gradients of
+    a buffer, up to bucket_cap_mb megabytes (25, DDP's default), in one allreduce
+    started as soon as the last of them is ready (one call where there were one per
+    gradient). Every rank lays its buckets out as rank 0 does after the first step.
     """
     if gradient_predivide_factor != 1.0 and op != Average:
         raise ValueError("gradient_predivide_factor needs op=Average")
@@ -484,5 +617,5 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
                dict(_DistributedOptimizer.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
                op, gradient_predivide_factor, groups, sparse_as_dense, process_set,
-               gradient_as_bucket_view)
+               gradient_as_bucket_view, bucket_cap_mb)
 
