@@ -104,6 +104,24 @@ def test_too_many_backward_passes_is_reported():
         opt.step()
 
 
+@pytest.mark.parametrize("bucket_views", [False, True])
+def test_zero_grad_between_accumulated_passes_is_refused(bucket_views):
+    # As Horovod: gradients counted towards a reduction (here the first of two
+    # accumulated passes) are not dropped by zero_grad() before step().
+    model = make_model()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   model.named_parameters(), backward_passes_per_step=2,
+                                   gradient_as_bucket_view=bucket_views)
+    loss_fn(model, *batch(0, hvd.rank())).backward()
+    if hvd.size() > 1:
+        with pytest.raises(AssertionError, match="zero_grad"):
+            opt.zero_grad()
+    loss_fn(model, *batch(0, hvd.rank(), micro=1)).backward()
+    opt.step()
+    opt.zero_grad()
+    assert_same_on_every_rank(params_of(model), f"opt.same.zero_grad.{bucket_views}")
+
+
 def test_fp16_compression_close_to_reference():
     model, reference = train(dtype=torch.float32, compression=hvd.Compression.fp16)
     assert torch.allclose(params_of(model), params_of(reference), rtol=1e-2, atol=1e-3)

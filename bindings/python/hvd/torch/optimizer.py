@@ -46,11 +46,19 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._groups = self._make_groups(groups)
         self._group_of = {p: g for g, members in enumerate(self._groups) for p in members}
         self._group_launched = set()
-        self._handles = {}
         self._grad_accs = []
         self._requires_update = set()
-        self._allreduce_delay = {p: self.backward_passes_per_step
-                                 for p in self._parameter_names}
+        # Per hooked parameter, the state its hook keeps (_Slot: backward passes left,
+        # the reduction in flight, its bucket view), held by the hook's closure so that
+        # a gradient's hook hashes no tensor; in registration order.
+        self._slots = {}
+        self._slot_list = []
+        # A backward pass counted gradients since the last synchronize(): zero_grad()
+        # now would drop them (accumulated or being reduced), as Horovod refuses it.
+        self._unsynchronized = False
+        self._prescale, self._postscale = self._scale()
+        # The common case goes straight to allreduce_async_ from the hook.
+        self._plain = compression is Compression.none and op != Adasum
         self._synchronized = False
         self._should_synchronize = True
         # As Horovod: a rank outside the process set trains locally, and a job of one
@@ -74,7 +82,6 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             raise ValueError(f"bucket_cap_mb must be a positive number, not {bucket_cap_mb!r}")
         self._bucket_cap_bytes = max(1, int(float(bucket_cap_mb) * 2**20))
         self._push_buckets = []  # _Bucket, in buffer order
-        self._slots = {}  # parameter -> its _Slot (its view, its bucket, passes left)
         self._layouts = 0  # buffer layouts made; part of the buckets' names
         self._pushes_buckets = (gradient_as_bucket_view and not self._groups
                                 and compression is Compression.none)
@@ -90,9 +97,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def set_backward_passes_per_step(self, passes):
         """Changes the number of local backward passes per reduction (between steps)."""
         self.backward_passes_per_step = int(passes)
-        for p in self._allreduce_delay:
-            self._allreduce_delay[p] = self.backward_passes_per_step
-        for slot in self._slots.values():
+        for slot in self._slot_list:
             slot.passes_left = self.backward_passes_per_step
 
     def _all_params(self):
@@ -154,50 +159,52 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def _make_hook(self, p):
         # Runs once per gradient per backward pass: each lookup here is paid a thousand
-        # times a step by a model of a thousand tensors (the bucket path's state is in
-        # the slot the closure holds: no hashing of tensors).
-        slot = self._slots[p] = _Slot(p, self.backward_passes_per_step)
+        # times a step by a model of a thousand tensors, so its state is in the slot
+        # the closure holds (no tensor is hashed) and the plain case calls
+        # allreduce_async_ itself.
+        slot = _Slot(p, self.backward_passes_per_step, self._reduce_names[p],
+                     self._group_of.get(p))
+        self._slots[p] = slot
+        self._slot_list.append(slot)
 
         def hook(*_):
-            if self._pushes_buckets:
-                # p's gradient is complete for this pass: count it into its bucket,
-                # and start the bucket's allreduce when it was the last one.
-                left = slot.passes_left
-                if left <= 0:
-                    raise AssertionError(
-                        "gradients were computed more than backward_passes_per_step times "
-                        "before step(); raise backward_passes_per_step to accumulate "
-                        "gradients locally")
-                if self._ready_order is not None and left == self.backward_passes_per_step:
-                    self._ready_order.append(p)
-                slot.passes_left = left - 1
-                if left == 1:
-                    bucket = slot.bucket
-                    bucket.waiting -= 1
-                    if bucket.waiting == 0:
-                        self._launch_bucket(bucket)
-                return
-            delay = self._allreduce_delay[p]
-            if self._ready_order is not None and delay == self.backward_passes_per_step:
-                self._ready_order.append(p)  # ready in the first step, in this order
-            handles = self._handles
-            if delay <= 0 and handles.get(p, (None,))[0] is not None:
+            left = slot.passes_left
+            if left <= 0:
                 raise AssertionError(
                     "gradients were computed more than backward_passes_per_step times "
                     "before step(); raise backward_passes_per_step to accumulate "
                     "gradients locally")
-            delay -= 1
-            self._allreduce_delay[p] = delay
-            if delay != 0:
-                handles[p] = (None, None)
+            if self._ready_order is not None and left == self.backward_passes_per_step:
+                self._ready_order.append(p)  # ready in the first step, in this order
+            slot.passes_left = left - 1
+            self._unsynchronized = True
+            if left != 1:
                 return
-            group = self._group_of.get(p)
-            if group is not None:
-                handles[p] = (None, None)
-                self._maybe_launch_group(group)
-                return
-            handles[p] = self._allreduce_grad_async(p)
+            if self._pushes_buckets:
+                # Count p into its bucket; the last one starts the bucket's allreduce.
+                bucket = slot.bucket
+                bucket.waiting -= 1
+                if bucket.waiting == 0:
+                    self._launch_bucket(bucket)
+            elif slot.group is not None:
+                self._maybe_launch_group(slot.group)
+            else:
+                grad = p.grad
+                if (self._plain and slot.view is None and grad is not None
+                        and not grad.is_sparse):
+                    slot.handle = allreduce_async_(
+                        grad, name=slot.name, op=self.op, prescale_factor=self._prescale,
+                        postscale_factor=self._postscale, process_set=self.process_set)
+                else:
+                    slot.handle, slot.write_back = self._allreduce_grad_async(p)
         return hook
+
+    @property
+    def _handles(self):
+        """The reductions in flight, per parameter: (handle, write_back) (read-only;
+        groups share a handle, buckets are not here)."""
+        return {s.param: (s.handle, s.write_back) for s in self._slot_list
+                if s.handle is not None}
 
     def _launch_bucket(self, bucket):
         for slot in bucket.slots:
@@ -328,7 +335,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         members = self._groups[g]
         if g in self._group_launched:
             return
-        if not force and any(self._allreduce_delay[p] != 0 for p in members):
+        if not force and any(self._slots[p].passes_left != 0 for p in members):
             return
         self._group_launched.add(g)
         prepared = {p: self._dense_grad(p) for p in members}
@@ -342,7 +349,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 op=self.op, prescale_factor=prescale, postscale_factor=postscale,
                 process_set=self.process_set)
             for p in params:
-                self._handles[p] = (handle, prepared[p][1])
+                slot = self._slots[p]
+                slot.handle, slot.write_back = handle, prepared[p][1]
 
     def synchronize(self):
         """Waits for every gradient's allreduce (starting those whose hooks did not run,
@@ -352,19 +360,23 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             return
         if self._pushes_buckets:
             self._synchronize_buckets()
-        for p in self._requires_update:
-            if p in self._group_of or (self._pushes_buckets and p in self._slots):
-                continue
-            if p not in self._handles or self._handles[p][0] is None:
-                self._handles[p] = self._allreduce_grad_async(p)
-        for g in range(len(self._groups)):
-            self._maybe_launch_group(g, force=True)
-        for p, (handle, write_back) in self._handles.items():
-            reduced = synchronize(handle)
-            if write_back is not None:  # None: reduced in place (_dense_grad)
-                write_back(reduced)
-            self._allreduce_delay[p] = self.backward_passes_per_step
-        self._handles.clear()
+        else:
+            for slot in self._slot_list:
+                if slot.group is None and slot.handle is None:
+                    slot.handle, slot.write_back = self._allreduce_grad_async(slot.param)
+            for g in range(len(self._groups)):
+                self._maybe_launch_group(g, force=True)
+            passes = self.backward_passes_per_step
+            for slot in self._slot_list:
+                handle, write_back = slot.handle, slot.write_back
+                slot.handle = slot.write_back = None
+                slot.passes_left = passes
+                if handle is None:
+                    continue
+                reduced = synchronize(handle)
+                if write_back is not None:  # None: reduced in place (_dense_grad)
+                    write_back(reduced)
+        self._unsynchronized = False
         self._group_launched.clear()
         if self._ready_order is not None:
             self._relayout_bucket_views()
@@ -418,7 +430,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             pass  # accounting only: a step after hvd.shutdown() is the optimizer's affair
 
     def zero_grad(self, *args, **kwargs):
-        if self._handles or any(b.handle is not None for b in self._push_buckets):
+        if self._unsynchronized:
             raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
                                  "before optimizer.step() or optimizer.synchronize(): the "
                                  "gradients are still being reduced")
@@ -427,7 +439,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             # would leave its view, and the next backward pass would allocate anew.
             for flat in self._buckets:
                 flat.zero_()
-            for slot in self._slots.values():
+            for slot in self._slot_list:
                 if slot.param.grad is not slot.view:
                     slot.attach()
             return None
@@ -435,16 +447,22 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
 
 class _Slot:
-    """A hooked parameter's state for bucket views: its view in a flat buffer (None
-    without bucket views), its bucket, and the backward passes left before its
-    gradient counts as ready this step."""
-    __slots__ = ("param", "view", "bucket", "passes_left")
+    """A hooked parameter's state: the backward passes left before its gradient counts
+    as ready this step, its allreduce's name, its group (index or None), the reduction
+    in flight (handle, and the callable that writes the result back, None where it is
+    reduced in place), and with bucket views its view in a flat buffer and its bucket."""
+    __slots__ = ("param", "passes_left", "name", "group", "handle", "write_back", "view",
+                 "bucket")
 
-    def __init__(self, param, passes):
+    def __init__(self, param, passes, name, group):
         self.param = param
+        self.passes_left = passes
+        self.name = name
+        self.group = group
+        self.handle = None
+        self.write_back = None
         self.view = None
         self.bucket = None
-        self.passes_left = passes
 
     def attach(self):
         # A .grad set to None (module.zero_grad()) or replaced comes back into its view.
@@ -547,21 +565,24 @@ class _DistributedAdasumOptimizer(_DistributedOptimizer):
         gradient this time), then waits for every reduction and applies the combined
         deltas."""
         loss = closure() if closure is not None else None
-        for p in self._all_params():
-            if p in self._requires_update and self._handles.get(p, (None,))[0] is None:
-                self._handles[p] = self._allreduce_grad_async(p)
+        for slot in self._slot_list:
+            if slot.handle is None:
+                slot.handle, slot.write_back = self._allreduce_grad_async(slot.param)
         error = None
-        for p, (handle, apply) in self._handles.items():
+        for slot in self._slot_list:
+            handle, apply = slot.handle, slot.write_back
+            slot.handle = slot.write_back = None
+            slot.passes_left = self.backward_passes_per_step
             try:
                 apply(synchronize(handle))
             except HvdError as e:
                 # Every handle is still waited for; the parameter goes back to its
                 # value before the local step.
                 with torch.no_grad():
+                    p = slot.param
                     p.copy_(self._starts[p])
                 error = error or e
-            self._allreduce_delay[p] = self.backward_passes_per_step
-        self._handles.clear()
+        self._unsynchronized = False
         if error is not None:
             raise error
         self._mark_step()
