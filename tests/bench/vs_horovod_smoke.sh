@@ -36,7 +36,7 @@ expect 2 "$python" "$driver" --cases resnet50,nope
 expect 2 "$python" "$driver" --steps 0
 expect 2 "$python" "$driver" --many-small 10by4
 expect 0 "$python" "$driver" --dry-run
-[ "$(grep -c '"case"' "$work/out")" = 4 ] || fail "--dry-run: expected 4 cases, got: $(cat "$work/out")"
+[ "$(grep -c '"case"' "$work/out")" = 5 ] || fail "--dry-run: expected 5 cases, got: $(cat "$work/out")"
 grep -q '"case": "resnet50", "tensors": 161, "bytes": 102228128' "$work/out" ||
   fail "--dry-run: the resnet50 workload is not hvd-bench's: $(cat "$work/out")"
 

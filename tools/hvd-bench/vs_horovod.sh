@@ -17,7 +17,7 @@
 #   --build DIR    libhvd's build directory (default build)
 #   --rounds N     runs of each library per place (default 2)
 #   --steps N      timed steps per case (default 20; warm-up --warmup, default 3)
-#   --cases LIST   of resnet50,bert_base,many_small,latency (default all)
+#   --cases LIST   of resnet50,bert_base,many_small,latency,optimizer (default all)
 #   --no-lab       shared memory only (the lab needs root)    --no-shm  the lab only
 #   --json FILE    every run's JSON lines (with "place", "round", "load") and the
 #                  table's rows ("kind": "summary") into FILE

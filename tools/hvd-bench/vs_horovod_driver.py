@@ -6,14 +6,19 @@ Cases (float32, reduced in place with Horovod's default op, average):
   resnet50, bert_base  the gradient sets of tools/hvd-bench/workloads
   many_small           1000 tensors of 1024 floats (4 KB)
   latency              one lone tensor of 1024 floats
-One step: every tensor submitted with allreduce_async_ in reverse order, each under
-its own name (the same names every step, as a training loop's), then all
-synchronized, as a backward pass and an optimizer do. Each timed step starts after a
+  optimizer            a training step through hvd.DistributedOptimizer (SGD at lr 0)
+                       of 1000 parameters of 1024 floats: zero_grad(), a backward pass
+                       through one concatenation of them times a constant, step(); the
+                       optimizer's hooks start each gradient's allreduce as it is ready
+One step (but for optimizer): every tensor submitted with allreduce_async_ in reverse
+order, each under its own name (the same names every step, as a training loop's), then
+all synchronized, as a backward pass and an optimizer do. Each timed step starts after a
 library barrier (an allreduce of one float, not timed); a step's time is that of the
 slowest rank. The latency case runs --latency-inner allreduces back to back per step.
 
 With mpi4py importable (--mpi4py-path adds a folder that holds it), the raw-MPI
-reference is measured in the same process on the same ranks, before the library
+reference is measured (but for optimizer, whose step also computes) in the same
+process on the same ranks, before the library
 starts (mpi4py then starts MPI, and the library uses it): the step's bytes packed
 in one numpy buffer (packing not timed), reduced in place with MPI_Allreduce in one
 call and in consecutive 1, 4 and 16 MiB chunks; the fastest is the limit.
@@ -47,7 +52,7 @@ import statistics
 import sys
 import time
 
-CASES = ("resnet50", "bert_base", "many_small", "latency")
+CASES = ("resnet50", "bert_base", "many_small", "latency", "optimizer")
 WORKLOAD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workloads")
 CHUNKS_MIB = (1, 4, 16)
 
@@ -106,7 +111,7 @@ def load_sizes(path):
 
 
 def case_sizes(case, args):
-    if case == "many_small":
+    if case in ("many_small", "optimizer"):
         n, count = args.many_small
         return [count] * n
     if case == "latency":
@@ -142,6 +147,28 @@ class Bench:
                        for i in range(len(tensors) - 1, -1, -1)]
             for h in handles:
                 hvd.synchronize(h)
+
+    def run_optimizer_case(self, sizes, args):
+        """Step times of a training step through DistributedOptimizer; every
+        gradient must come out as the average of the ranks' constants."""
+        torch, hvd = self.torch, self.hvd
+        params = [torch.nn.Parameter(torch.zeros(n)) for n in sizes]
+        opt = hvd.DistributedOptimizer(
+            torch.optim.SGD(params, lr=0.0),
+            named_parameters=[(f"vs_horovod.optimizer.{i}", p) for i, p in enumerate(params)])
+        scale = torch.full((sum(sizes),), float(self.rank + 1))
+        wrong = 0
+        times = []
+        for k in range(args.warmup + args.steps):
+            self.barrier()
+            start = time.perf_counter()
+            opt.zero_grad()
+            (torch.cat(params) * scale).sum().backward()
+            opt.step()
+            if k >= args.warmup:
+                times.append((time.perf_counter() - start) * 1e3)
+            wrong += sum(int((p.grad != self.expected).sum()) for p in params)
+        return self.slowest(times), wrong, []
 
     def run_case(self, case, sizes, args, reference=None):
         """The library's step times (the slowest rank's) and wrong elements; with a
@@ -254,6 +281,8 @@ def main(argv=None):
             raw_note = f"no raw-MPI reference ({type(e).__name__}: {e})"
         if raw is not None:
             for case, sizes in plan.items():
+                if case == "optimizer":
+                    continue  # its step computes too: no raw-MPI limit of its own
                 inner = args.latency_inner if case == "latency" else 1
                 limits[case] = raw.run_case(sizes, args, inner)
 
@@ -272,7 +301,10 @@ def main(argv=None):
         if case in limits and args.interleave:
             inner = args.latency_inner if case == "latency" else 1
             reference = raw.interleaved(sizes, limits[case][2], inner)
-        times, wrong, ref_times = bench.run_case(case, sizes, args, reference)
+        if case == "optimizer":
+            times, wrong, ref_times = bench.run_optimizer_case(sizes, args)
+        else:
+            times, wrong, ref_times = bench.run_case(case, sizes, args, reference)
         total_wrong = int(hvd.allreduce(torch.tensor([wrong], dtype=torch.int64),
                                         op=hvd.Sum, name=f"vs_horovod.wrong.{case}").item())
         row = {"library": library, "case": case, "ranks": bench.size,
