@@ -210,9 +210,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         for slot in bucket.slots:
             if slot.param.grad is not slot.view:
                 slot.attach()  # a .grad dropped or replaced since
-        prescale, postscale = self._scale()
         bucket.handle = allreduce_async_(bucket.flat, name=bucket.name, op=self.op,
-                                         prescale_factor=prescale, postscale_factor=postscale,
+                                         prescale_factor=self._prescale,
+                                         postscale_factor=self._postscale,
                                          process_set=self.process_set)
 
     def _make_bucket_views(self, order):
@@ -358,8 +358,11 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if not self._hooked:
             self._synchronized = True
             return
+        # Every reduction is waited for and the state reset even when one fails (a
+        # rank's mismatched gradient, a peer gone): the error is raised after, and the
+        # optimizer can go on.
         if self._pushes_buckets:
-            self._synchronize_buckets()
+            error = self._synchronize_buckets()
         else:
             for slot in self._slot_list:
                 if slot.group is None and slot.handle is None:
@@ -367,17 +370,23 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             for g in range(len(self._groups)):
                 self._maybe_launch_group(g, force=True)
             passes = self.backward_passes_per_step
+            error = None
             for slot in self._slot_list:
                 handle, write_back = slot.handle, slot.write_back
                 slot.handle = slot.write_back = None
                 slot.passes_left = passes
                 if handle is None:
                     continue
-                reduced = synchronize(handle)
-                if write_back is not None:  # None: reduced in place (_dense_grad)
-                    write_back(reduced)
+                try:
+                    reduced = synchronize(handle)
+                    if write_back is not None:  # None: reduced in place (_dense_grad)
+                        write_back(reduced)
+                except HvdError as e:
+                    error = error or e
         self._unsynchronized = False
         self._group_launched.clear()
+        if error is not None:
+            raise error
         if self._ready_order is not None:
             self._relayout_bucket_views()
         self._synchronized = True
@@ -389,12 +398,17 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             if bucket.handle is None:
                 self._launch_bucket(bucket)
         passes = self.backward_passes_per_step
+        error = None
         for bucket in self._push_buckets:
             handle, bucket.handle = bucket.handle, None
             bucket.waiting = len(bucket.slots)
-            synchronize(handle)
             for slot in bucket.slots:
                 slot.passes_left = passes
+            try:
+                synchronize(handle)
+            except HvdError as e:
+                error = error or e
+        return error
 
     @contextmanager
     def skip_synchronize(self):
@@ -433,7 +447,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if self._unsynchronized:
             raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
                                  "before optimizer.step() or optimizer.synchronize(): the "
-                                 "gradients are still being reduced")
+                                 "gradients are still being accumulated or reduced")
         if self._buckets:
             # Zeroed where they are, whatever set_to_none says: a gradient set to None
             # would leave its view, and the next backward pass would allocate anew.
