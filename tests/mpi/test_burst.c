@@ -218,10 +218,15 @@ static void busy_cpus_make_the_cap_long(void** state) {
   for (int step = 0; step < kSteps; ++step)
     snprintf(history + strlen(history), sizeof history - strlen(history), " %llu",
              (unsigned long long)ran[step]);
-  for (int step = kSteps - 2; step < kSteps; ++step)
-    if (ran[step] != 1)
-      fail_msg("step %d ran %llu collectives with every CPU busy (each step's:%s): the cap "
-               "stayed short", step, (unsigned long long)ran[step], history);
+  /* Most of the last steps are whole: one step that a load spike stretched past even
+   * the long cap (seen once in a full suite run: "... 1 1 2 1") is the machine, not the
+   * cap; with the cap short, every step is split. */
+  enum { kLastSteps = 8, kWholeAtLeast = 6 };
+  int whole = 0;
+  for (int step = kSteps - kLastSteps; step < kSteps; ++step) whole += ran[step] == 1;
+  if (whole < kWholeAtLeast)
+    fail_msg("only %d of the last %d steps ran as one collective with every CPU busy (each "
+             "step's:%s): the cap stayed short", whole, kLastSteps, history);
 }
 
 /* A loop of one blocking allreduce: each call repeats the last round's only tensor and
