@@ -47,7 +47,6 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._group_of = {p: g for g, members in enumerate(self._groups) for p in members}
         self._group_launched = set()
         self._grad_accs = []
-        self._requires_update = set()
         # Per hooked parameter, the state its hook keeps (_Slot: backward passes left,
         # the reduction in flight, its bucket view), held by the hook's closure so that
         # a gradient's hook hashes no tensor; in registration order.
@@ -69,7 +68,6 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         # parameters' .grad: libhvd then reduces a whole step's gradients where they
         # are, without fusion copies (see _make_bucket_views).
         self._buckets = []
-        self._bucket_views = {}
         # The order in which the first step's gradients became ready: the buffers are
         # laid out again in that order after it, as DDP rebuilds its buckets (None:
         # not recording).
@@ -150,7 +148,6 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         for p in self._all_params():
             if not p.requires_grad:
                 continue
-            self._requires_update.add(p)
             # expand_as gives a view whose grad_fn leads to p's AccumulateGrad node; a
             # hook on that node runs after p.grad holds this pass's gradient.
             grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
@@ -208,8 +205,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def _launch_bucket(self, bucket):
         for slot in bucket.slots:
-            if slot.param.grad is not slot.view:
-                slot.attach()  # a .grad dropped or replaced since
+            slot.attach()  # a .grad dropped or replaced since
         bucket.handle = allreduce_async_(bucket.flat, name=bucket.name, op=self.op,
                                          prescale_factor=self._prescale,
                                          postscale_factor=self._postscale,
@@ -234,7 +230,6 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 if p.grad is not None:
                     view.copy_(p.grad)
                 p.grad = view
-                self._bucket_views[p] = view
                 slot = self._slots[p]
                 slot.view = view
                 if bucket is None or bucket.bytes(offset + p.numel()) > self._bucket_cap_bytes:
@@ -259,7 +254,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         alike: rank 0's order is the one (a backward pass can complete gradients in
         another order on another rank)."""
         observed, self._ready_order = self._ready_order, None
-        current = sorted(self._bucket_views, key=lambda p: self._bucket_views[p].data_ptr())
+        current = [s.param for s in sorted((s for s in self._slot_list if s.view is not None),
+                                           key=lambda s: s.view.data_ptr())]
         seen = set(observed)
         order = observed + [p for p in current if p not in seen]
         if self._pushes_buckets:
@@ -281,7 +277,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def _attach_bucket_view(self, p):
         # A .grad set to None (module.zero_grad()) or replaced comes back into its view.
         slot = self._slots.get(p)
-        if slot is not None and slot.view is not None and p.grad is not slot.view:
+        if slot is not None and slot.view is not None:
             slot.attach()
 
     # --- communication ----------------------------------------------------------------
@@ -298,7 +294,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         itself). A sparse gradient (sparse_as_dense,
         or a member of a group) is reduced densely and stored back as sparse, as the
         optimizers that take sparse gradients (SparseAdam) expect."""
-        if self._bucket_views:
+        if self._buckets:
             self._attach_bucket_view(p)
         grad = p.grad
         if grad is None:
@@ -454,8 +450,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             for flat in self._buckets:
                 flat.zero_()
             for slot in self._slot_list:
-                if slot.param.grad is not slot.view:
-                    slot.attach()
+                slot.attach()
             return None
         return super(self.__class__, self).zero_grad(*args, **kwargs)
 
@@ -481,6 +476,8 @@ class _Slot:
     def attach(self):
         # A .grad set to None (module.zero_grad()) or replaced comes back into its view.
         grad = self.param.grad
+        if grad is self.view:
+            return
         if grad is None:
             self.view.zero_()
         else:
@@ -536,7 +533,7 @@ class _DistributedAdasumOptimizer(_DistributedOptimizer):
                                        process_set)
         # Each parameter's value before its local step, to which the combined delta is
         # added.
-        self._starts = {p: torch.zeros_like(p) for p in self._requires_update}
+        self._starts = {p: torch.zeros_like(p) for p in self._slots}
 
     def _local_step(self, p):
         """The wrapped optimizer's step on p alone, with p's group's settings."""
