@@ -73,8 +73,20 @@ with open(sys.argv[2], "w") as f:
         for lib in ("horovod", "libhvd"):  # the table needs both libraries' rows
             f.write(json.dumps(dict(r, library=lib, place="smoke", round=1)) + "\n")
 EOF
-"$python" "$tools/vs_horovod_table.py" "$work/tagged" > "$work/table" || fail "the table script"
+"$python" "$tools/vs_horovod_table.py" "$work/tagged" --json "$work/summary" > "$work/table" ||
+  fail "the table script"
 cat "$work/table"
+# The ceiling column: Horovod's time over its limit, wherever a limit was measured.
+"$python" - "$work/summary" <<'EOF' || fail "the summary's speed-up at the limit"
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+assert rows and all(r["kind"] == "summary" for r in rows), rows
+for r in rows:
+    if "limit_ms" in r:
+        assert abs(r["speedup_at_limit"] * r["horovod_vs_limit"] - 1) < 1e-9, r
+    else:
+        assert "speedup_at_limit" not in r, r
+EOF
 grep -q '^| 10 x 0.25 KB | .* | 1.00 x |' "$work/table" && grep -q '^| lone 4 KB | .* | 1.00 x |' "$work/table" ||
   fail "the table lacks a case or the speed-up column"
 echo "ok"

@@ -8,9 +8,12 @@ the processes of both libraries, before the library started), each library as a
 fraction of the limit measured in its own run (limit time / library time, median
 over runs; 1 is the limit), and the speed-up once more from those ratios (libhvd's
 over Horovod's), which cancels much of what the load does to one run and not to
-another. Where the runs measured the reference interleaved with the library's steps
-(the driver's "vs_interleaved_limit": the median over steps of the neighbouring
-reference step's time over the library step's), two more columns: libhvd against
+another, and the speed-up a library running at the limit would show (Horovod's time
+over the limit of its own run, median over runs): the ceiling of a speed-up in that
+run for any library that is no faster than the raw-MPI call on the same bytes. Where
+the runs measured the reference interleaved with the library's steps (the driver's
+"vs_interleaved_limit": the median over steps of the neighbouring reference step's
+time over the library step's), two more columns: libhvd against
 that interleaved limit (median over runs), which cancels what the load does within a
 run too, and how much slower the reference ran beside each library than before it
 started (interleaved limit over limit, median over runs). No speed-up is derived
@@ -97,6 +100,8 @@ def summarize(rows):
                 for lib in ("horovod", "libhvd"):
                     if g[lib + "_vs"]:
                         row[f"{lib}_vs_limit"] = statistics.median(g[lib + "_vs"])
+                if g["horovod_vs"]:
+                    row["speedup_at_limit"] = statistics.median(1 / x for x in g["horovod_vs"])
                 if g["horovod_vs"] and g["libhvd_vs"]:
                     row["speedup_per_run_limits"] = (row["libhvd_vs_limit"]
                                                      / row["horovod_vs_limit"])
@@ -121,11 +126,12 @@ def print_table(summary, file=sys.stdout):
                   f"{row['horovod_runs']} Horovod and {row['libhvd_runs']} libhvd runs)\n",
                   file=file)
             print("| case | Horovod | libhvd | libhvd speed-up | raw-MPI limit "
-                  "| Horovod vs limit | libhvd vs limit | speed-up from the ratios |"
+                  "| Horovod vs limit | libhvd vs limit | speed-up from the ratios "
+                  "| speed-up at the limit |"
                   + (" libhvd vs interleaved limit "
                      "| reference beside Horovod, libhvd (x its time before) |"
                      if interleaved else ""), file=file)
-            print("|---|---|---|---|---|---|---|---|" + ("---|---|" if interleaved else ""),
+            print("|---|---|---|---|---|---|---|---|---|" + ("---|---|" if interleaved else ""),
                   file=file)
         case = row["case"]
         speedup = row.get("speedup")
@@ -139,7 +145,9 @@ def print_table(summary, file=sys.stdout):
               f"| {fmt_ratio(row.get('horovod_vs_limit'))} "
               f"| {fmt_ratio(row.get('libhvd_vs_limit'))} "
               f"| {fmt_ratio(row.get('speedup_per_run_limits'))}"
-              f"{'' if row.get('speedup_per_run_limits') is None else ' x'} |"
+              f"{'' if row.get('speedup_per_run_limits') is None else ' x'} "
+              f"| {fmt_ratio(row.get('speedup_at_limit'))}"
+              f"{'' if row.get('speedup_at_limit') is None else ' x'} |"
               + (f" {fmt_ratio(row.get('libhvd_vs_interleaved_limit'))} "
                  f"| {fmt_ratio(row.get('reference_beside_horovod'))}, "
                  f"{fmt_ratio(row.get('reference_beside_libhvd'))} |" if interleaved else ""),
