@@ -184,6 +184,15 @@ find_guard() {
   fi
   [ -z "$NETLAB_GUARD" ] || NETLAB_GUARD=$(readlink -f "$NETLAB_GUARD")
   NETLAB_PRELOAD=${LD_PRELOAD:-}
+  # A sanitized guard given by NETLAB_FINALIZE_GUARD (a sanitized build's netlab
+  # tests): its runtime goes first unless the caller preloads it already.
+  [ -n "$NETLAB_GUARD" ] || return 0
+  guard_runtime=$(ldd "$NETLAB_GUARD" 2>/dev/null | awk '$1 ~ /^lib[at]san\.so/ { print $3; exit }')
+  case "${guard_runtime:+x}:$NETLAB_PRELOAD" in
+    :*) ;;
+    *"$(basename "$guard_runtime" | grep -oE 'lib[at]san\.so')"*) ;;
+    *) NETLAB_PRELOAD=$guard_runtime${NETLAB_PRELOAD:+:$NETLAB_PRELOAD} ;;
+  esac
 }
 
 # preload FLAVOUR: LD_PRELOAD for the ranks, the caller's (a sanitizer's runtime must

@@ -137,9 +137,14 @@ HVD_API hvd_status_t hvd_grouped_allreduce_async(int ntensors, const void* const
                   "options->shape describes one tensor, but the group has %d; leave ndim 0 for "
                   "a group of several tensors (their counts are compared)",
                   ntensors);
+    // The enums are checked here, while they are still the call's values, and the
+    // lambda gets copies: a C caller may pass any int, and reading an enum object that
+    // holds a value outside its enumerators is undefined in C++ (UBSan's enum check).
+    HVD_TRY(check_dtype(dtype));
+    HVD_TRY(check_reduce_op(op));
     return finish(enqueue_group(
         *rt, ntensors, base,
-        [&](int i, const std::string& member, Request* request) {
+        [&, dtype, op](int i, const std::string& member, Request* request) {
           return allreduce_request(sendbufs[i], recvbufs[i], counts[i], dtype, op, member, opts, opts.shape,
                                    request);
         },

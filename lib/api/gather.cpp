@@ -234,9 +234,10 @@ HVD_API hvd_status_t hvd_grouped_allgather_async(int ntensors, const void* const
                         {{sendbufs, "sendbufs"}, {ndims, "ndims"}, {shapes, "shapes"},
                          {recvbufs, "recvbufs"}, {recv_dim0s, "recv_dim0s"}},
                         "grouped_allgather"));
+    HVD_TRY(check_dtype(dtype));  // before the lambda copies it (hvd_grouped_allreduce_async)
     return finish(enqueue_group(
         *rt, ntensors, base,
-        [&](int i, const std::string& member, Request* request) {
+        [&, dtype](int i, const std::string& member, Request* request) {
           int64_t* per_rank = recv_dim0_per_rank ? recv_dim0_per_rank + static_cast<size_t>(i) * set->size() : nullptr;
           return allgather_request(sendbufs[i], ndims[i], shapes[i], dtype, &recvbufs[i], &recv_dim0s[i],
                                    per_rank, member, opts, request);
@@ -275,9 +276,11 @@ HVD_API hvd_status_t hvd_grouped_reducescatter_async(int ntensors, const void* c
     HVD_TRY(check_group(ntensors,
                         {{sendbufs, "sendbufs"}, {recvbufs, "recvbufs"}, {ndims, "ndims"}, {shapes, "shapes"}},
                         "grouped_reducescatter"));
+    HVD_TRY(check_reduce_op(op));  // before the lambda copies them (hvd_grouped_allreduce_async)
+    HVD_TRY(check_dtype(dtype));
     return finish(enqueue_group(
         *rt, ntensors, base,
-        [&](int i, const std::string& member, Request* request) {
+        [&, dtype, op](int i, const std::string& member, Request* request) {
           return reducescatter_request(*set, sendbufs[i], recvbufs[i], ndims[i], shapes[i], dtype, op,
                                        member, opts, request);
         },
