@@ -86,7 +86,7 @@ void run_reference(const StrategyCase& c, TensorSet& set) {
       return;
     }
     case Strategy::FusedCopies: {
-      float* packed = set.packed();
+      float* packed = set.staging();
       int64_t at = 0;
       for (size_t t = set.count(); t-- > 0; at += set.elements(t))
         std::copy_n(set.tensor(t), set.elements(t), packed + at);
@@ -103,7 +103,7 @@ void run_reference(const StrategyCase& c, TensorSet& set) {
       // libhvd's plan: HVD_INPLACE_MIN_BYTES's default, its HVD_ALLREDUCE_CHUNK_BYTES.
       constexpr int64_t kInPlaceMin = (int64_t{256} << 10) / static_cast<int64_t>(sizeof(float));
       const int64_t chunk = c.chunk_bytes / static_cast<int64_t>(sizeof(float));
-      float* packed = set.packed();
+      float* packed = set.staging();
       int64_t small = 0;
       for (size_t t = set.count(); t-- > 0;) {
         const int64_t n = set.elements(t);

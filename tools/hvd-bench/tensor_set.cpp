@@ -11,9 +11,9 @@ constexpr int kPeriod = 8;
 
 TensorSet::TensorSet(const std::vector<int64_t>& counts, int rank, int size, bool with_packed,
                      bool contiguous)
-    : counts_(counts), rank_(rank) {
+    : counts_(counts), contiguous_(contiguous && !counts.empty()), rank_(rank) {
   for (int64_t c : counts) total_ += c;
-  if (contiguous) {
+  if (contiguous_) {
     // In the order the step submits them (the last tensor first, as a backward pass
     // produces gradients), so that a fused batch finds them back to back.
     storage_.emplace_back(static_cast<size_t>(total_));
@@ -52,6 +52,7 @@ void TensorSet::fill_tensors() {
 }
 
 void TensorSet::fill_packed() {
+  if (contiguous_) return fill_tensors();  // packed() is the tensors' own allocation
   float* out = packed_.data();
   for (size_t t = 0; t < data_.size(); ++t) {
     int64_t n = elements(t);
@@ -76,6 +77,7 @@ int64_t TensorSet::wrong_in_tensors(double factor) const {
 }
 
 int64_t TensorSet::wrong_in_packed(double factor) const {
+  if (contiguous_) return wrong_in_tensors(factor);
   int64_t wrong = 0;
   const float* data = packed_.data();
   for (size_t t = 0; t < data_.size(); ++t) {
