@@ -8,8 +8,5 @@ HVD_LIB_DIR=$libdir "$cargo" build --quiet --offline --release --example allredu
   --manifest-path "$crate/Cargo.toml" --target-dir "$target"
 # A sanitized libhvd (tests/sanitizers/meson.build): the example is not instrumented,
 # so the sanitizer runtime is preloaded into it, and only into it.
-if [ -n "${HVD_SANITIZER_PRELOAD:-}" ]; then
-  exec "$mpiexec" -n "$np" env "LD_PRELOAD=$HVD_SANITIZER_PRELOAD${LD_PRELOAD:+ $LD_PRELOAD}" \
-    "$target/release/examples/allreduce"
-fi
-exec "$mpiexec" -n "$np" "$target/release/examples/allreduce"
+uninstrumented=$(cd "$(dirname "$0")/../../tests/sanitizers" && pwd)/uninstrumented.sh
+exec "$mpiexec" -n "$np" "$uninstrumented" "$target/release/examples/allreduce"

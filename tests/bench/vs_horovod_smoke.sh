@@ -50,21 +50,14 @@ grep -q '"case": "latency"' "$work/out" && grep -q '^rounds: 3; places: shared m
   fail "--check-args: $(cat "$work/out")"
 
 # One tiny step over libhvd, 2 ranks. In a sanitized build the interpreter, which is
-# not instrumented, gets the sanitizer's runtime preloaded (as tests/python/run_python.sh).
+# not instrumented, gets the sanitizer's runtime preloaded (tests/sanitizers/uninstrumented.sh).
 if [ "${HVD_SANITIZER_PRELOAD+set}" = set ] && [ -z "$HVD_SANITIZER_PRELOAD" ]; then
   echo "skipped: the compiler did not name its sanitizer runtime, so it cannot be preloaded into $python"
   exit 77
 fi
-on_two_ranks() {
-  if [ -n "${HVD_SANITIZER_PRELOAD:-}" ]; then
-    "$mpiexec" -n 2 env "LD_PRELOAD=$HVD_SANITIZER_PRELOAD${LD_PRELOAD:+ $LD_PRELOAD}" "$python" "$@"
-  else
-    "$mpiexec" -n 2 "$python" "$@"
-  fi
-}
 HVD_LIBRARY=$lib PYTHONPATH=$root/bindings/python HVD_HOROVOD_COMPAT=force \
   OMP_NUM_THREADS=1 HOROVOD_LOG_LEVEL=warning \
-  on_two_ranks "$driver" --cases many_small,latency --many-small 10x64 \
+  "$mpiexec" -n 2 "$here/../sanitizers/uninstrumented.sh" "$python" "$driver" --cases many_small,latency --many-small 10x64 \
   --steps 1 --warmup 1 --latency-inner 2 --interleave > "$work/run" ||
   fail "the driver over libhvd on 2 ranks failed"
 cat "$work/run"

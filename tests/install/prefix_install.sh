@@ -11,15 +11,8 @@ work=$(mktemp -d /tmp/hvd_prefix_install.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 die() { echo "FAIL: $*" >&2; exit 1; }
 unset LD_LIBRARY_PATH HVD_LIBRARY PYTHONPATH PKG_CONFIG_PATH
-# A program that is not instrumented but loads libhvd: in a sanitized build, with the
-# sanitizer's runtime preloaded (HVD_SANITIZER_PRELOAD, tests/sanitizers/meson.build).
-uninstrumented() {
-  if [ -n "${HVD_SANITIZER_PRELOAD:-}" ]; then
-    env "LD_PRELOAD=$HVD_SANITIZER_PRELOAD${LD_PRELOAD:+ $LD_PRELOAD}" "$@"
-  else
-    "$@"
-  fi
-}
+# Programs that are not instrumented but load libhvd (in a sanitized build).
+uninstrumented=$(cd "$(dirname "$0")/../sanitizers" && pwd)/uninstrumented.sh
 
 meson install -C "$build" --destdir "$work/root" --no-rebuild --quiet >"$work/install.log" 2>&1 ||
   die "meson install: $(cat "$work/install.log")"
@@ -45,13 +38,13 @@ flags=$(PKG_CONFIG_PATH="$pc" pkg-config --cflags --libs hvd) || die "pkg-config
 libdir=$(PKG_CONFIG_PATH="$pc" pkg-config --variable=libdir hvd)
 [ -e "$libdir/libhvd.so.0" ] || die "hvd.pc's libdir $libdir is not the installed one (not relocatable)"
 cc "$work/user.c" -o "$work/user" $flags -Wl,-rpath,"$libdir" || die "cannot build against hvd.pc"
-uninstrumented "$work/user" >/dev/null || die "the user's program failed"
+"$uninstrumented" "$work/user" >/dev/null || die "the user's program failed"
 
 # The Python package (and the horovod stand-in, whose folder the .pth file adds when
 # the site folder is a real site folder; with PYTHONPATH it is named too).
 site=$(dirname "$(find "$root" -name hvd-horovod-compat.pth | head -n 1)")
 [ -n "$site" ] || die "the Python packages were not installed"
-loaded=$(cd "$work" && PYTHONPATH="$site:$site/hvd_horovod_compat" uninstrumented "$python" -c '
+loaded=$(cd "$work" && PYTHONPATH="$site:$site/hvd_horovod_compat" "$uninstrumented" "$python" -c '
 import hvd, horovod
 print(hvd._capi.lib._name)
 print(getattr(hvd._fastcall.fast, "__file__", "none"))

@@ -39,7 +39,7 @@ if [ "${HVD_SANITIZER_PRELOAD+set}" = set ]; then
     echo "skipped: the compiler did not name its sanitizer and C++ runtimes, so they cannot be preloaded into $python"
     exit 77
   fi
-  set -- env "LD_PRELOAD=$HVD_SANITIZER_PRELOAD${LD_PRELOAD:+ $LD_PRELOAD}" "$python" "$@"
+  set -- "$(cd "$(dirname "$0")/../sanitizers" && pwd)/uninstrumented.sh" "$python" "$@"
 else
   set -- "$python" "$@"
 fi

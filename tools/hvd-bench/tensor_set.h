@@ -1,7 +1,8 @@
 // The gradients of one step: float32 tensors allocated one by one, as a framework
 // holds its parameters (or, contiguous, back to back in one allocation in the order
 // a step submits them, as in a flat gradient buffer laid out in backward order), and
-// (for the references) the same elements back to back in a buffer of their own.
+// (for the references that copy, and for the packed ones unless the tensors are
+// contiguous) the same elements back to back in a buffer of their own.
 // Inputs are small non-zero integers that differ per rank and
 // per element, so every sum is exact and a misplaced or missing element shows.
 #pragma once
