@@ -98,6 +98,7 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
   fusion_.threshold = rt_.params.fusion_threshold;
   fusion_.inplace_min_bytes = rt_.params.inplace_min_bytes;
   fusion_.disable_group_fusion = rt_.params.disable_group_fusion;
+  fusion_.fuse_large = [this](int32_t set_id) { return fuse_large_tensors(set_id); };
   cycle_time_ms_ = rt_.params.cycle_time_ms;
   // A chosen starting point for the search (on every rank, so all fuse alike until
   // the first tuned values arrive); knobs the user set win, and are held.
@@ -225,6 +226,26 @@ void BackgroundLoop::observe_step(std::span<const Response> ready) {
   if (step_stats().boundary(now_seconds(), false, &step_s, &wait_s) && rt_.rank == 0)
     process_timeline().step_counter(static_cast<int64_t>(step_s * 1e9),
                                     static_cast<int64_t>(wait_s * 1e9));
+}
+
+bool BackgroundLoop::fuse_large_tensors(int32_t set_id) {
+  // A hierarchical reduction takes a fused batch whole through the fusion buffer, so
+  // large tensors stay alone there.
+  if (rt_.params.fuse_large == Params::FuseLarge::Never || executor_.reduces_hierarchically(set_id))
+    return false;
+  if (rt_.params.fuse_large == Params::FuseLarge::Always) return true;
+  auto known = spans_nodes_.find(set_id);
+  if (known != spans_nodes_.end()) return known->second;
+  bool spans = false;
+  if (auto set = rt_.sets.find(set_id)) {
+    for (int rank : set->ranks)
+      if (rt_.node_of[static_cast<size_t>(rank)] != rt_.node_of[static_cast<size_t>(set->ranks.front())]) {
+        spans = true;
+        break;
+      }
+  }
+  spans_nodes_.emplace(set_id, spans);  // set ids are never reused, and ranks never move
+  return spans;
 }
 
 void BackgroundLoop::run_batches(std::span<const Response> ready,

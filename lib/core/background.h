@@ -77,6 +77,9 @@ class BackgroundLoop {
   // marks steps), then each batch's copy and transfer time and bytes.
   void observe_step(std::span<const Response> ready);
   void run_batches(std::span<const Response> ready, const std::vector<Batch>& batches);
+  // FusionConfig::fuse_large for a set: the option, the hierarchical algorithm and
+  // whether the set's ranks are on more than one node.
+  bool fuse_large_tensors(int32_t set_id);
   // Turns the response cache on or off as tuned, once the round's responses have run.
   void switch_cache();
   void toggle_cache_for_tests();
@@ -105,6 +108,7 @@ class BackgroundLoop {
   int cache_switch_ = -1;         // 0 or 1: the cache goes off or on after this round
   bool toggled_cache_on_ = true;  // HVD_CACHE_TOGGLE_ROUNDS: the state last sent
   FusionConfig fusion_;
+  std::unordered_map<int32_t, bool> spans_nodes_;  // by process set (fuse_large_tensors)
   Mode mode_ = Mode::Idle;
   int64_t round_ = 0;
   double last_round_end_ = 0;

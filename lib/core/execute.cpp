@@ -298,8 +298,10 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
 
   // A piece that lies whole in one run of in-place tensors back to back in memory (a
   // framework's flat gradient buffer) is reduced where it is: no copy in or out, only
-  // the scaling, in place. Other ranks may copy the same piece; the MPI calls are the
-  // same either way.
+  // the scaling, in place. One that lies whole in one tensor reduced out of place is
+  // copied into that tensor's output and reduced there: one copy instead of two (the
+  // large tensors of a batch, core/fusion_planner.h). Other ranks may copy the same
+  // piece; the MPI calls are the same either way.
   mark_contiguous_runs(locals, esize);
   unsigned char* located = nullptr;  // the piece being reduced in the caller's memory
   auto fill = [&](int64_t offset, int64_t n) -> void* {
@@ -313,9 +315,13 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
       last_k = k;
     });
     located = nullptr;
-    if (first_k != SIZE_MAX && run_of_[first_k] >= 0 && run_of_[first_k] == run_of_[last_k]) {
-      located = static_cast<unsigned char*>(locals[first_k]->recv) + first_element * esize;
-      if (spec.prescale != 1.0) copy_scaled(located, located, n, spec.dtype, spec.prescale);
+    const Request* owner = first_k != SIZE_MAX ? locals[first_k] : nullptr;
+    const bool in_run = owner && run_of_[first_k] >= 0 && run_of_[first_k] == run_of_[last_k];
+    if (in_run || (owner && first_k == last_k)) {
+      located = static_cast<unsigned char*>(owner->recv) + first_element * esize;
+      const void* operand = static_cast<const unsigned char*>(owner->send) + first_element * esize;
+      if (operand != located || spec.prescale != 1.0)
+        copy_scaled(located, operand, n, spec.dtype, spec.prescale);
       return located;
     }
     copy_in(offset, n);

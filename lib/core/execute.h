@@ -37,6 +37,10 @@ class Executor {
   // made per round from parameters that are equal on every rank.
   void set_hierarchical(HierarchicalAllreduce* hier) { hier_ = hier; }
   void use_hierarchical(bool on) { use_hier_ = on; }
+  // Whether this round's allreduces on the set go through the hierarchical algorithm.
+  bool reduces_hierarchically(int32_t set_id) const {
+    return use_hier_ && hier_ && set_id == 0 && hier_->useful();
+  }
   void set_hierarchical_allgather(HierarchicalAllgather* hier) { hier_ag_ = hier; }
   void use_hierarchical_allgather(bool on) { use_hier_ag_ = on; }
   // The device engine (nullptr: none, and why_not says why device tensors fail).
@@ -82,9 +86,7 @@ class Executor {
                    int divisor, const unsigned char* buffer, int64_t offset, int64_t n);
   // Whether this round reduces (gathers) the set's tensors hierarchically: chosen for
   // the global set only, when the layout makes it useful.
-  bool hierarchical_allreduce(const ProcessSet& set) const {
-    return use_hier_ && hier_ && set.id == 0 && hier_->useful();
-  }
+  bool hierarchical_allreduce(const ProcessSet& set) const { return reduces_hierarchically(set.id); }
   bool hierarchical_allgather(const ProcessSet& set) const {
     return use_hier_ag_ && hier_ag_ && set.id == 0 && hier_ag_->useful();
   }

@@ -92,9 +92,12 @@ bool fusable_sized(const Response& r, int64_t bytes, const FusionConfig& config)
       // One collective instead of several, whatever the sizes.
       return true;
     case OpType::Allreduce:
-      // A large tensor is reduced in place, without copies; a group is fused as one
-      // unit whatever its members' sizes.
-      return bytes < config.inplace_min_bytes || grouped(r);
+      // A large tensor is reduced in place, without copies, alone or in a batch where
+      // the set asks for it (host memory; Adasum takes whole tensors); a group is fused
+      // as one unit whatever its members' sizes.
+      return bytes < config.inplace_min_bytes || grouped(r) ||
+             (r.spec.device == HVD_DEVICE_CPU && r.spec.reduce_op != HVD_OP_ADASUM &&
+              config.fuse_large && config.fuse_large(r.spec.process_set));
     case OpType::Reducescatter:
       return bytes < config.inplace_min_bytes || grouped(r);
     default:

@@ -155,7 +155,20 @@ const std::vector<ParamDef>& defs() {
               "Largest single MPI reduction; bigger buffers are reduced in chunks (the "
               "default is per MPI: 1 MiB for MPICH, 16 MiB for Open MPI)"),
       P_BYTES("HVD_INPLACE_MIN_BYTES", inplace_min_bytes, "262144", 0, kNoMax,
-              "Tensors at least this large are reduced in their own buffer, not copied"),
+              "Tensors at least this large are reduced in their own buffer, not copied (alone, "
+              "or in a fused batch's pieces: see HVD_FUSE_LARGE)"),
+      {{"HVD_FUSE_LARGE", ParamType::Choice, "auto",
+        "Tensors of HVD_INPLACE_MIN_BYTES and more (host memory) join fused batches, "
+        "reduced in equal pieces in their own memory: auto|never|always (auto: in "
+        "process sets that span nodes, where equal pieces beat a call sequence per "
+        "tensor; never within one node, where the pieces that straddle two tensors "
+        "cost their copies)"},
+       0, 0, "auto|never|always",
+       [](Params& p, const Value& v) { p.fuse_large = static_cast<Params::FuseLarge>(v.i); },
+       [](const Params& p) {
+         const char* n[] = {"auto", "never", "always"};
+         return std::string(n[static_cast<int>(p.fuse_large)]);
+       }},
       P_BYTES("HVD_FUSION_PIECE_BYTES", fusion_piece_bytes, "1048576", 4096, kNoMax,
               "A fused host allreduce is copied in, reduced and copied out this many "
               "bytes at a time, so each piece stays in cache between the three"),

@@ -63,6 +63,9 @@ struct Params {
   std::string cuda_visible_devices;  // read, not set: pinning maps ordinals through it
   int64_t allreduce_chunk_bytes = HVD_ALLREDUCE_CHUNK_BYTES_DEFAULT;
   int64_t inplace_min_bytes = 256ll << 10;
+  // Whether tensors of inplace_min_bytes and more join fused batches (core/fusion_planner.h).
+  enum class FuseLarge { Auto, Never, Always };
+  FuseLarge fuse_large = FuseLarge::Auto;  // auto: in process sets that span nodes
   int64_t fusion_piece_bytes = 1ll << 20;
   int64_t speculative_bytes = 16ll << 10;  // see core/speculation.h; agreed at init
   int64_t spin_us = 50;

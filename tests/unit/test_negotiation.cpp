@@ -373,6 +373,45 @@ void planner_fuses_small_same_kind_tensors(void**) {
   assert_int_equal(plan_batches(rs, config).size(), rs.size());
 }
 
+// Where the runtime says so for a set (HVD_FUSE_LARGE), large host allreduces join
+// batches like small ones, up to the threshold; device tensors, Adasum and other sets
+// keep theirs alone.
+void planner_fuses_large_tensors_where_told(void**) {
+  FusionConfig config;
+  config.threshold = 2000;
+  config.inplace_min_bytes = 400;
+  config.fuse_large = [](int32_t set) { return set == 0; };
+  std::vector<Response> rs = {
+      allreduce_response("big1", 200),    // 800 B
+      allreduce_response("small", 10),    // 40 B
+      allreduce_response("big2", 250),    // 1000 B: 1840 with the two before
+      allreduce_response("big3", 200),    // would pass 2000: a new batch
+      allreduce_response("gpu", 200),     // device memory: alone
+      allreduce_response("adasum", 200),  // Adasum: alone
+      allreduce_response("other", 200),   // set 1: alone
+      allreduce_response("huge", 600),    // 2400 B, above the threshold: alone
+  };
+  rs[4].spec.device = 0;
+  rs[5].spec.reduce_op = HVD_OP_ADASUM;
+  rs[6].spec.process_set = 1;
+  std::vector<Batch> batches = plan_batches(rs, config);
+  assert_int_equal(batches.size(), 6);
+  assert_true(batches[0].fused);
+  assert_int_equal(batches[0].items.size(), 3);  // big1, small, big2
+  assert_int_equal(batches[0].bytes, 1840);
+  assert_true(batches[1].fused);
+  assert_int_equal(batches[1].items[0], 3);  // big3
+  for (size_t b = 2; b < 6; ++b) {
+    assert_false(batches[b].fused);
+    assert_int_equal(batches[b].items[0], b + 2);
+  }
+
+  config.fuse_large = [](int32_t) { return false; };  // as without the option
+  batches = plan_batches(rs, config);
+  assert_int_equal(batches.size(), rs.size());
+  for (size_t b = 0; b < batches.size(); ++b) assert_int_equal(batches[b].fused, b == 1);  // small
+}
+
 void planner_keeps_scaling_and_sets_apart(void**) {
   FusionConfig config;
   std::vector<Response> rs = {allreduce_response("a", 4), allreduce_response("b", 4),
@@ -533,6 +572,7 @@ int main() {
       cmocka_unit_test(wire_round_trip),
       cmocka_unit_test(wire_rejects_every_truncation_and_corruption),
       cmocka_unit_test(planner_fuses_small_same_kind_tensors),
+      cmocka_unit_test(planner_fuses_large_tensors_where_told),
       cmocka_unit_test(planner_keeps_scaling_and_sets_apart),
       cmocka_unit_test(planner_fuses_a_group_as_one_unit),
       cmocka_unit_test(planner_fuses_small_reducescatters),

@@ -48,6 +48,7 @@ Sample sample_for(const ParamInfo& info) {
   if (name == "HOROVOD_LOG_LEVEL") return {"DEBUG", "debug", "loud"};
   if (name == "HOROVOD_GPU_OPERATIONS") return {"MPI", "mpi", "carrier-pigeon"};
   if (name == "HVD_CPU_BIND") return {"numa", "numa", "socket"};
+  if (name == "HVD_FUSE_LARGE") return {"Always", "always", "sometimes"};
   switch (info.type) {
     case ParamType::Bool: return {"yes", "1", "maybe"};
     case ParamType::Int: return {"7", "7", "seven"};

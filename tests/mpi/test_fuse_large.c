@@ -1,0 +1,140 @@
+/* Large tensors in fused batches (HVD_FUSE_LARGE): tensors of HVD_INPLACE_MIN_BYTES
+ * and more join a batch whose pieces are reduced in the tensors' own memory where a
+ * piece lies in one tensor, and copied where it straddles two. The ranks keep their
+ * tensors differently (rank 0 in one flat buffer in place, rank 1 in separate
+ * allocations, rank 2 out of place), so one piece is reduced in place on one rank,
+ * copied into the output on another and through the fusion buffer on a third; small
+ * tensors sit between the large ones. The run's environment sets small pieces and a
+ * small HVD_INPLACE_MIN_BYTES; the argument says what the run expects: "fused" (large
+ * tensors share collectives) or "alone" (one collective each).
+ * Usage: test_fuse_large fused|alone */
+#include "test_util.h"
+
+enum { kTensors = 10, kSteps = 3, kLarge = 6 };
+
+static int expect_fused = 1;
+
+/* Elements of tensor t: large ones (several 4 KiB pieces of float32, odd sizes, so
+ * pieces start and end inside tensors) between small ones. */
+static int64_t count_of(int t) { return t % 3 == 1 ? 37 + t : 2500 + (t * 977) % 3500; }
+
+static void layouts_reduce_right(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  const hvd_dtype_t dtypes[] = {HVD_FLOAT32, HVD_FLOAT16, HVD_INT32, HVD_FLOAT64};
+  const hvd_reduce_op_t ops[] = {HVD_OP_SUM, HVD_OP_AVERAGE};
+  int64_t total = 0;
+  for (int t = 0; t < kTensors; ++t) total += count_of(t);
+  for (int d = 0; d < 4; ++d)
+    for (int o = 0; o < 2; ++o) {
+      const hvd_dtype_t dtype = dtypes[d];
+      const size_t esize = tu_dtype_size(dtype);
+      unsigned char* flat = tu_alloc((size_t)total * esize);
+      void* sends[kTensors];
+      void* recvs[kTensors];
+      void* own[2 * kTensors]; /* allocations of this layout, freed at the end */
+      int owned = 0;
+      int64_t at = 0;
+      for (int t = 0; t < kTensors; ++t) {
+        const size_t bytes = (size_t)count_of(t) * esize;
+        switch (rank % 3) {
+          case 0: /* one flat buffer, in place; tensor 3 out of place */
+            recvs[t] = sends[t] = flat + at * (int64_t)esize;
+            if (t == 3) recvs[t] = own[owned++] = tu_alloc(bytes);
+            break;
+          case 1: /* separate allocations, in place; tensors 2 and 5 out of place */
+            recvs[t] = sends[t] = own[owned++] = tu_alloc(bytes);
+            if (t == 2 || t == 5) recvs[t] = own[owned++] = tu_alloc(bytes);
+            break;
+          default: /* out of place: inputs apart, outputs back to back */
+            sends[t] = own[owned++] = tu_alloc(bytes);
+            recvs[t] = flat + at * (int64_t)esize;
+            break;
+        }
+        at += count_of(t);
+      }
+      hvd_op_options_t opts;
+      assert_hvd_ok(hvd_op_options_init(&opts));
+      opts.prescale_factor = 2.0;
+      opts.postscale_factor = 3.0;
+      for (int step = 0; step < kSteps; ++step) { /* the first negotiated, then cached */
+        for (int t = 0; t < kTensors; ++t) {
+          for (int64_t i = 0; i < count_of(t); ++i) {
+            tu_set(sends[t], dtype, i, (double)((i + t) % 5 + rank));
+            if (recvs[t] != sends[t]) tu_set(recvs[t], dtype, i, -7.0); /* not an input */
+          }
+        }
+        hvd_handle_t h[kTensors];
+        for (int t = 0; t < kTensors; ++t) {
+          char name[64];
+          snprintf(name, sizeof name, "fuse-large.%d.%d.%d", d, o, t);
+          assert_hvd_ok(hvd_allreduce_async(sends[t], recvs[t], count_of(t), dtype, ops[o], name,
+                                            &opts, &h[t]));
+        }
+        for (int t = 0; t < kTensors; ++t) assert_hvd_ok(hvd_wait(h[t]));
+        for (int t = 0; t < kTensors; ++t)
+          for (int64_t i = 0; i < count_of(t); ++i) {
+            double sum = 0;
+            for (int r = 0; r < size; ++r) sum += 2.0 * (double)((i + t) % 5 + r);
+            const double want = ops[o] == HVD_OP_AVERAGE
+                                    ? (tu_is_float(dtype) ? sum / size * 3.0 : floor(sum / size) * 3.0)
+                                    : sum * 3.0;
+            const double got = tu_get(recvs[t], dtype, i);
+            if (!tu_close(got, want, dtype))
+              fail_msg("rank %d dtype %d op %d step %d tensor %d element %lld: %g, want %g", rank,
+                       d, o, step, t, (long long)i, got, want);
+            /* An out-of-place input is left as it was. */
+            if (sends[t] != recvs[t] &&
+                !tu_close(tu_get(sends[t], dtype, i), (double)((i + t) % 5 + rank), dtype))
+              fail_msg("rank %d tensor %d element %lld: the input changed", rank, t, (long long)i);
+          }
+      }
+      for (int k = 0; k < owned; ++k) free(own[k]);
+      free(flat);
+    }
+}
+
+/* Large tensors pushed together share collectives where the option says so, and take
+ * one each where it does not. Every rank counts the same collectives. */
+static void large_tensors_fuse_as_configured(void** state) {
+  (void)state;
+  /* 20 KB: five pieces, above HVD_INPLACE_MIN_BYTES and above HVD_SPECULATIVE_BYTES
+   * (a lone repeated allreduce riding its round is not counted as a collective) */
+  const int64_t count = 5000;
+  float* data = tu_alloc((size_t)(kLarge * count) * sizeof(float));
+  uint64_t before = 0;
+  for (int step = 0; step < 4; ++step) {
+    if (step == 1) before = tu_collectives(); /* after the step that negotiates by name */
+    hvd_handle_t h[kLarge];
+    for (int t = 0; t < kLarge; ++t) {
+      char name[64];
+      snprintf(name, sizeof name, "fuse-large.count.%d", t);
+      for (int64_t i = 0; i < count; ++i) data[t * count + i] = 1.0f;
+      assert_hvd_ok(hvd_allreduce_async(data + t * count, data + t * count, count, HVD_FLOAT32,
+                                        HVD_OP_SUM, name, NULL, &h[t]));
+    }
+    for (int t = 0; t < kLarge; ++t) assert_hvd_ok(hvd_wait(h[t]));
+    for (int64_t i = 0; i < kLarge * count; ++i)
+      if (data[i] != (float)hvd_size()) fail_msg("element %lld: %g", (long long)i, data[i]);
+  }
+  const uint64_t ran = tu_collectives() - before;
+  const uint64_t alone = 3 * kLarge;
+  if (expect_fused && ran >= alone)
+    fail_msg("%llu collectives for %llu large tensors: none fused", (unsigned long long)ran,
+             (unsigned long long)alone);
+  if (!expect_fused && ran != alone)
+    fail_msg("%llu collectives for %llu large tensors, want one each", (unsigned long long)ran,
+             (unsigned long long)alone);
+  free(data);
+}
+
+int main(int argc, char** argv) {
+  if (argc != 2 || (strcmp(argv[1], "fused") != 0 && strcmp(argv[1], "alone") != 0)) {
+    fprintf(stderr, "usage: test_fuse_large fused|alone\n");
+    return 2;
+  }
+  expect_fused = strcmp(argv[1], "fused") == 0;
+  const struct CMUnitTest tests[] = {cmocka_unit_test(layouts_reduce_right),
+                                     cmocka_unit_test(large_tensors_fuse_as_configured)};
+  return cmocka_run_group_tests_name("fuse_large", tests, tu_group_init, tu_group_shutdown);
+}
