@@ -236,7 +236,7 @@ Error Executor::allreduce_single(const Response& r, Request* local, const Proces
   // that way, 4.6-4.9 ms this way).
   activity_start("MPI_ALLREDUCE");
   Error err = prescaled ? host_->allreduce_staged(count, spec.dtype, op, set.communicator(),
-                                                  prescale, postscale)
+                                                  prescale, postscale, false)
                         : host_->allreduce_then(send, recv, count, spec.dtype, op,
                                                 set.communicator(), postscale);
   activity_end();
@@ -286,7 +286,7 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
     Error err = host_->allreduce_staged(
         total, spec.dtype, op, set.communicator(),
         [&](int64_t offset, int64_t) -> void* { return buffer + offset * esize; },
-        [](int64_t, int64_t) {});
+        [](int64_t, int64_t) {}, false);
     activity_end();
     HVD_RETURN_IF_ERROR(err);
     activity_start("MEMCPY_OUT_FUSION_BUFFER");
@@ -294,7 +294,11 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
     activity_end();
     return Error::success();
   }
-  buffer = fusion_buffer(static_cast<size_t>(host_->staging_count(total, spec.dtype)) * esize).data();
+  const int64_t piece = host_->staging_count(total, spec.dtype);
+  buffer = fusion_buffer(static_cast<size_t>(piece) * esize).data();
+  // A batch of several pieces sent over a network keeps them all one size: its short
+  // last piece goes through the buffer, zero-padded (Backend::allreduce_staged).
+  const bool equal_pieces = batch.equal_pieces && total > piece;
 
   // A piece that lies whole in one run of in-place tensors back to back in memory (a
   // framework's flat gradient buffer) is reduced where it is: no copy in or out, only
@@ -305,6 +309,12 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
   mark_contiguous_runs(locals, esize);
   unsigned char* located = nullptr;  // the piece being reduced in the caller's memory
   auto fill = [&](int64_t offset, int64_t n) -> void* {
+    if (equal_pieces && n < piece) {
+      located = nullptr;
+      copy_in(offset, n);
+      std::memset(buffer + n * esize, 0, static_cast<size_t>(piece - n) * esize);
+      return buffer;
+    }
     size_t first_k = SIZE_MAX, last_k = 0;
     int64_t first_element = 0;
     in.visit(offset, n, [&](size_t k, int64_t first, int64_t, int64_t) {
@@ -334,14 +344,15 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
       copy_averaged(located, located, n, spec.dtype, divisor, spec.postscale);
   };
   const Communicator comm = set.communicator();
-  if (!time_copies_) return host_->allreduce_staged(total, spec.dtype, op, comm, fill, drain);
+  if (!time_copies_)
+    return host_->allreduce_staged(total, spec.dtype, op, comm, fill, drain, equal_pieces);
   auto timed_fill = [&](int64_t offset, int64_t n) {
     void* at = nullptr;
     timed_copy([&] { at = fill(offset, n); });
     return at;
   };
   auto timed_drain = [&](int64_t offset, int64_t n) { timed_copy([&] { drain(offset, n); }); };
-  return host_->allreduce_staged(total, spec.dtype, op, comm, timed_fill, timed_drain);
+  return host_->allreduce_staged(total, spec.dtype, op, comm, timed_fill, timed_drain, equal_pieces);
 }
 
 void Executor::fill_fused(FusedCursor& in, const std::vector<Request*>& locals, const TensorSpec& spec,

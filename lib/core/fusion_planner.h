@@ -32,6 +32,9 @@ struct Batch {
   std::vector<size_t> items;  // indices into the responses, in order
   bool fused = false;         // packed into the fusion buffer
   int64_t bytes = 0;          // payload of all items
+  // Reduced in pieces of one size, the last one padded (Backend::allreduce_staged):
+  // host allreduce batches in the sets that fuse_large names.
+  bool equal_pieces = false;
 };
 
 // True if the response could share a fusion buffer with others.

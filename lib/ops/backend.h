@@ -38,12 +38,17 @@ class Backend {
   // out. One collective. Every rank makes the same calls whatever fill returns: where
   // a piece lies is a local matter. This default takes the operand whole; a backend
   // may go piece by piece, so that a piece is still in cache when it is reduced and
-  // drained.
+  // drained. equal_pieces: a last piece shorter than the others is reduced at their
+  // length, so that every call moves the same bytes (over TCP one odd-sized call slows
+  // the full-sized ones after it for tens of calls: docs/performance.md, 2026-11-27
+  // 07:15 entry); fill then returns the staging buffer for it, zeroed past the piece.
   using Fill = std::function<void*(int64_t offset, int64_t count)>;
   using Stage = std::function<void(int64_t offset, int64_t count)>;
   virtual int64_t staging_count(int64_t count, hvd_dtype_t) const { return count; }
   virtual Error allreduce_staged(int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
-                                 const Communicator& comm, const Fill& fill, const Stage& drain) {
+                                 const Communicator& comm, const Fill& fill, const Stage& drain,
+                                 bool equal_pieces) {
+    (void)equal_pieces;  // one piece
     void* at = fill(0, count);
     HVD_RETURN_IF_ERROR(allreduce(at, at, count, dtype, op, comm));
     drain(0, count);

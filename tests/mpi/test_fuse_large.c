@@ -94,17 +94,30 @@ static void layouts_reduce_right(void** state) {
     }
 }
 
+static uint64_t sent_bytes(void) {
+  hvd_counters_t c;
+  memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  assert_hvd_ok(hvd_get_counters(&c));
+  return c.global_bytes;
+}
+
 /* Large tensors pushed together share collectives where the option says so, and take
- * one each where it does not. Every rank counts the same collectives. */
+ * one each where it does not. Every rank counts the same collectives. Fused, every
+ * piece has the same size (the short last one of a batch is padded), so the bytes
+ * sent cover whole pieces; alone, a tensor's exact bytes. */
 static void large_tensors_fuse_as_configured(void** state) {
   (void)state;
   /* 20 KB: five pieces, above HVD_INPLACE_MIN_BYTES and above HVD_SPECULATIVE_BYTES
    * (a lone repeated allreduce riding its round is not counted as a collective) */
   const int64_t count = 5000;
   float* data = tu_alloc((size_t)(kLarge * count) * sizeof(float));
-  uint64_t before = 0;
+  uint64_t before = 0, bytes_before = 0;
   for (int step = 0; step < 4; ++step) {
-    if (step == 1) before = tu_collectives(); /* after the step that negotiates by name */
+    if (step == 1) { /* after the step that negotiates by name */
+      before = tu_collectives();
+      bytes_before = sent_bytes();
+    }
     hvd_handle_t h[kLarge];
     for (int t = 0; t < kLarge; ++t) {
       char name[64];
@@ -118,7 +131,23 @@ static void large_tensors_fuse_as_configured(void** state) {
       if (data[i] != (float)hvd_size()) fail_msg("element %lld: %g", (long long)i, data[i]);
   }
   const uint64_t ran = tu_collectives() - before;
+  const uint64_t sent = sent_bytes() - bytes_before;
   const uint64_t alone = 3 * kLarge;
+  /* A ring allreduce sends 2 (n - 1) / n of the operand (the counters' model); each
+   * MPI call's figure is truncated, hence a byte of slack per call. */
+  const int n = hvd_size();
+  char text[32];
+  assert_hvd_ok(hvd_param_get("HVD_FUSION_PIECE_BYTES", text, sizeof text));
+  const double piece = atof(text);
+  const double operand = (double)(kLarge * count) * sizeof(float);
+  const double padded = ceil(operand / piece) * piece;
+  const double want = 3 * 2.0 * (n - 1) / n * (expect_fused ? padded : operand);
+  const double slack = 3 * padded / piece + (double)ran;
+  /* The hierarchical allreduce counts its bytes as local and cross traffic. */
+  assert_hvd_ok(hvd_param_get("HOROVOD_HIERARCHICAL_ALLREDUCE", text, sizeof text));
+  if (n > 1 && strcmp(text, "1") != 0 && ((double)sent < want - slack || (!expect_fused && (double)sent > want + slack)))
+    fail_msg("%llu bytes sent for three steps, want %s%.0f", (unsigned long long)sent,
+             expect_fused ? "at least " : "", want);
   if (expect_fused && ran >= alone)
     fail_msg("%llu collectives for %llu large tensors: none fused", (unsigned long long)ran,
              (unsigned long long)alone);

@@ -62,13 +62,15 @@ int64_t MpiBackend::staging_count(int64_t count, hvd_dtype_t dtype) const {
 }
 
 Error MpiBackend::allreduce_staged(int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
-                                   const Communicator& comm, const Fill& fill, const Stage& drain) {
+                                   const Communicator& comm, const Fill& fill, const Stage& drain,
+                                   bool equal_pieces) {
   counters_->collectives.fetch_add(1, std::memory_order_relaxed);
   const int64_t piece = staging_count(count, dtype);
   for (int64_t offset = 0; offset < count; offset += piece) {
     const int64_t n = std::min(piece, count - offset);
     void* at = fill(offset, n);
-    HVD_RETURN_IF_ERROR(allreduce_on(comm.mpi, at, at, n, dtype, op, &counters_->global_bytes));
+    const int64_t reduced = equal_pieces ? piece : n;
+    HVD_RETURN_IF_ERROR(allreduce_on(comm.mpi, at, at, reduced, dtype, op, &counters_->global_bytes));
     drain(offset, n);
   }
   return Error::success();

@@ -37,7 +37,8 @@ class MpiBackend : public Backend {
                       hvd_dtype_t dtype, hvd_reduce_op_t op, const Communicator& comm) override;
   int64_t staging_count(int64_t count, hvd_dtype_t dtype) const override;
   Error allreduce_staged(int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
-                         const Communicator& comm, const Fill& fill, const Stage& drain) override;
+                         const Communicator& comm, const Fill& fill, const Stage& drain,
+                         bool equal_pieces) override;
   Error adasum(void* buffer, const std::vector<int64_t>& counts, hvd_dtype_t dtype,
                const Communicator& comm) override;
 
