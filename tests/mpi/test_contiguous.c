@@ -47,7 +47,7 @@ static void contiguous_layouts_reduce_right(void** state) {
       for (int step = 0; step < kSteps; ++step) { /* the first negotiated, then cached */
         for (int t = 0; t < kTensors; ++t)
           for (int64_t i = 0; i < count_of(t); ++i)
-            tu_set(sends[t], dtype, i, (double)((i + t) % 5 + rank));
+            tu_set(sends[t], dtype, i, tu_scaled_input(rank, t, i));
         hvd_handle_t h[kTensors];
         for (int t = 0; t < kTensors; ++t) {
           char name[64];
@@ -58,11 +58,7 @@ static void contiguous_layouts_reduce_right(void** state) {
         for (int t = 0; t < kTensors; ++t) assert_hvd_ok(hvd_wait(h[t]));
         for (int t = 0; t < kTensors; ++t)
           for (int64_t i = 0; i < count_of(t); ++i) {
-            double sum = 0;
-            for (int r = 0; r < size; ++r) sum += 2.0 * (double)((i + t) % 5 + r);
-            const double want = ops[o] == HVD_OP_AVERAGE
-                                    ? (tu_is_float(dtype) ? sum / size * 3.0 : floor(sum / size) * 3.0)
-                                    : sum * 3.0;
+            const double want = tu_scaled_expected(size, t, i, ops[o], dtype);
             const double got = tu_get(recvs[t], dtype, i);
             if (!tu_close(got, want, dtype))
               fail_msg("rank %d dtype %d op %d step %d tensor %d element %lld: %g, want %g", rank,

@@ -60,7 +60,7 @@ static void layouts_reduce_right(void** state) {
       for (int step = 0; step < kSteps; ++step) { /* the first negotiated, then cached */
         for (int t = 0; t < kTensors; ++t) {
           for (int64_t i = 0; i < count_of(t); ++i) {
-            tu_set(sends[t], dtype, i, (double)((i + t) % 5 + rank));
+            tu_set(sends[t], dtype, i, tu_scaled_input(rank, t, i));
             if (recvs[t] != sends[t]) tu_set(recvs[t], dtype, i, -7.0); /* not an input */
           }
         }
@@ -74,32 +74,20 @@ static void layouts_reduce_right(void** state) {
         for (int t = 0; t < kTensors; ++t) assert_hvd_ok(hvd_wait(h[t]));
         for (int t = 0; t < kTensors; ++t)
           for (int64_t i = 0; i < count_of(t); ++i) {
-            double sum = 0;
-            for (int r = 0; r < size; ++r) sum += 2.0 * (double)((i + t) % 5 + r);
-            const double want = ops[o] == HVD_OP_AVERAGE
-                                    ? (tu_is_float(dtype) ? sum / size * 3.0 : floor(sum / size) * 3.0)
-                                    : sum * 3.0;
+            const double want = tu_scaled_expected(size, t, i, ops[o], dtype);
             const double got = tu_get(recvs[t], dtype, i);
             if (!tu_close(got, want, dtype))
               fail_msg("rank %d dtype %d op %d step %d tensor %d element %lld: %g, want %g", rank,
                        d, o, step, t, (long long)i, got, want);
             /* An out-of-place input is left as it was. */
             if (sends[t] != recvs[t] &&
-                !tu_close(tu_get(sends[t], dtype, i), (double)((i + t) % 5 + rank), dtype))
+                !tu_close(tu_get(sends[t], dtype, i), tu_scaled_input(rank, t, i), dtype))
               fail_msg("rank %d tensor %d element %lld: the input changed", rank, t, (long long)i);
           }
       }
       for (int k = 0; k < owned; ++k) free(own[k]);
       free(flat);
     }
-}
-
-static uint64_t sent_bytes(void) {
-  hvd_counters_t c;
-  memset(&c, 0, sizeof c);
-  c.struct_size = sizeof c;
-  assert_hvd_ok(hvd_get_counters(&c));
-  return c.global_bytes;
 }
 
 /* Large tensors pushed together share collectives where the option says so, and take
@@ -116,7 +104,7 @@ static void large_tensors_fuse_as_configured(void** state) {
   for (int step = 0; step < 4; ++step) {
     if (step == 1) { /* after the step that negotiates by name */
       before = tu_collectives();
-      bytes_before = sent_bytes();
+      bytes_before = tu_counters().global_bytes;
     }
     hvd_handle_t h[kLarge];
     for (int t = 0; t < kLarge; ++t) {
@@ -131,7 +119,7 @@ static void large_tensors_fuse_as_configured(void** state) {
       if (data[i] != (float)hvd_size()) fail_msg("element %lld: %g", (long long)i, data[i]);
   }
   const uint64_t ran = tu_collectives() - before;
-  const uint64_t sent = sent_bytes() - bytes_before;
+  const uint64_t sent = tu_counters().global_bytes - bytes_before;
   const uint64_t alone = 3 * kLarge;
   /* A ring allreduce sends 2 (n - 1) / n of the operand (the counters' model); each
    * MPI call's figure is truncated, hence a byte of slack per call. */

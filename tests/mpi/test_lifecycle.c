@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <unistd.h>
 
 #include <hvd/hvd_mpi.h>
 

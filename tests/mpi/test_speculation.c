@@ -8,13 +8,7 @@
 
 #include "test_util.h"
 
-static uint64_t speculated(void) {
-  hvd_counters_t c;
-  memset(&c, 0, sizeof c);
-  c.struct_size = sizeof c;
-  assert_hvd_ok(hvd_get_counters(&c));
-  return c.speculative;
-}
+static uint64_t speculated(void) { return tu_counters().speculative; }
 
 /* Rank q's element i: small integers, so that sums and products are exact in every
  * dtype (float16 and bfloat16 included) and min/max tell the ranks apart. */

@@ -180,13 +180,28 @@ static inline double tu_hier_expected(int64_t i, hvd_dtype_t d, hvd_reduce_op_t 
   return acc;
 }
 
-/* Data collectives this rank has run since init (to see how many tensors fused). */
-static inline uint64_t tu_collectives(void) {
+/* This rank's traffic counters since init. */
+static inline hvd_counters_t tu_counters(void) {
   hvd_counters_t c;
   memset(&c, 0, sizeof c);
   c.struct_size = sizeof c;
   assert_hvd_ok(hvd_get_counters(&c));
-  return c.collectives;
+  return c;
+}
+
+/* Data collectives this rank has run since init (to see how many tensors fused). */
+static inline uint64_t tu_collectives(void) { return tu_counters().collectives; }
+
+/* Scaled-sum tests (prescale 2, postscale 3): rank q's element i of tensor t is a small
+ * integer, exact in every dtype, and what SUM or AVERAGE of every rank's makes of it
+ * (integers average by truncating before the postscale). */
+static inline double tu_scaled_input(int q, int t, int64_t i) { return (double)((i + t) % 5 + q); }
+static inline double tu_scaled_expected(int size, int t, int64_t i, hvd_reduce_op_t op,
+                                        hvd_dtype_t dtype) {
+  double sum = 0;
+  for (int q = 0; q < size; ++q) sum += 2.0 * tu_scaled_input(q, t, i);
+  if (op != HVD_OP_AVERAGE) return sum * 3.0;
+  return tu_is_float(dtype) ? sum / size * 3.0 : floor(sum / size) * 3.0;
 }
 
 static inline int tu_group_init(void** state) {
