@@ -1,3 +1,4 @@
+#define _DEFAULT_SOURCE /* usleep */
 /* Calls before init, re-initialization, shutdown with operations pending on this and
  * on other ranks. */
 #include <mpi.h>
@@ -5,7 +6,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 #include <unistd.h>
 
 #include <hvd/hvd_mpi.h>
