@@ -65,8 +65,14 @@ def check_step(line, baseline, latency):
         want = line["limit_ms"]["median"] / line["hvd_back_to_back_ms"]["median"]
         if not math.isclose(line["vs_limit_back_to_back"], want, rel_tol=1e-3):
             fail("vs_limit_back_to_back is %r, want %r" % (line["vs_limit_back_to_back"], want))
-    elif "hvd_back_to_back_ms" in line:
-        fail("hvd_back_to_back_ms belongs to --baseline runs")
+        check_stats(line, "limit_back_to_back_ms")
+        want = line["limit_back_to_back_ms"]["median"] / line["hvd_back_to_back_ms"]["median"]
+        if not math.isclose(line["vs_limit_both_back_to_back"], want, rel_tol=1e-3):
+            fail("vs_limit_both_back_to_back is %r, want %r" % (line["vs_limit_both_back_to_back"], want))
+    else:
+        for key in ("hvd_back_to_back_ms", "limit_back_to_back_ms"):
+            if key in line:
+                fail("%s belongs to --baseline runs" % key)
     if latency:
         check_stats(line, "hvd_latency_us")
         if baseline:

@@ -45,7 +45,7 @@ int64_t wrong(const StrategyCase& c, const TensorSet& set, double factor) {
 
 void print_table(const Options& o, const TensorSet& set, int size, const Layout& layout,
                  int inner, const std::vector<Measured>& results, const Measured* limit,
-                 const Measured* back_to_back) {
+                 const Measured* back_to_back, const Measured* limit_back_to_back) {
   const Measured& hvd = results.front();
   std::string what = o.mode == Mode::Workload
                          ? "workload " + o.workload_path
@@ -69,6 +69,10 @@ void print_table(const Options& o, const TensorSet& set, int size, const Layout&
     std::printf("  %-22s %12.4f %12.4f %12.4f %14s %8lld\n", "libhvd back to back",
                 back_to_back->ms.median, back_to_back->ms.min, back_to_back->ms.max, "",
                 static_cast<long long>(back_to_back->wrong));
+  if (limit_back_to_back)
+    std::printf("  %-22s %12.4f %12.4f %12.4f %14s %8lld\n", "limit back to back",
+                limit_back_to_back->ms.median, limit_back_to_back->ms.min,
+                limit_back_to_back->ms.max, "", static_cast<long long>(limit_back_to_back->wrong));
   double load[1] = {0};
   if (getloadavg(load, 1) == 1)
     std::printf("# load average (1 min) at the end: %.2f (other processes share the cores)\n",
@@ -93,6 +97,10 @@ void print_table(const Options& o, const TensorSet& set, int size, const Layout&
       std::printf("# libhvd back to back (its repetitions one after another, no reference "
                   "between them): %.3f x the limit\n",
                   limit->ms.median / back_to_back->ms.median);
+    if (back_to_back && limit_back_to_back)
+      std::printf("# both back to back (the limit's repetitions one after another too): "
+                  "libhvd %.3f x the limit\n",
+                  limit_back_to_back->ms.median / back_to_back->ms.median);
     if (set.count() == 1)
       std::printf("# latency: libhvd %.2f us, raw MPI %.2f us, difference %.2f us\n",
                   hvd.ms.median * 1e3, per_tensor.ms.median * 1e3,
@@ -102,7 +110,7 @@ void print_table(const Options& o, const TensorSet& set, int size, const Layout&
 
 void print_json(const Options& o, const TensorSet& set, int size, const Layout& layout,
                 const std::vector<Measured>& results, const Measured* limit,
-                const Measured* back_to_back) {
+                const Measured* back_to_back, const Measured* limit_back_to_back) {
   const Measured& hvd = results.front();
   JsonLine line;
   line.add("mode", o.mode == Mode::Workload ? "workload" : "tensors");
@@ -134,6 +142,9 @@ void print_json(const Options& o, const TensorSet& set, int size, const Layout& 
   if (back_to_back && limit)
     line.add("hvd_back_to_back_ms", back_to_back->ms)
         .add("vs_limit_back_to_back", limit->ms.median / back_to_back->ms.median);
+  if (back_to_back && limit_back_to_back)
+    line.add("limit_back_to_back_ms", limit_back_to_back->ms)
+        .add("vs_limit_both_back_to_back", limit_back_to_back->ms.median / back_to_back->ms.median);
   line.add("wrong", static_cast<long long>(hvd.wrong));
   std::printf("%s\n", line.str().c_str());
 }
@@ -152,15 +163,19 @@ int run_workload_mode(const Options& o) {
   LibhvdStep libhvd(set.count());
   const Layout layout = job_layout();
 
+  // `inner` steps of a strategy on filled tensors: seconds per step.
+  auto timed_steps = [&](const StrategyCase& c) {
+    double start = now_seconds();
+    for (int k = 0; k < inner; ++k) {
+      if (c.strategy == Strategy::Libhvd) libhvd.run(set);
+      else run_reference(c, set);
+    }
+    return (now_seconds() - start) / inner;
+  };
   auto run_case = [&](Measured& m, bool record) {
     fill(m.what, set);
     MPI_Barrier(MPI_COMM_WORLD);
-    double start = now_seconds();
-    for (int k = 0; k < inner; ++k) {
-      if (m.what.strategy == Strategy::Libhvd) libhvd.run(set);
-      else run_reference(m.what, set);
-    }
-    double elapsed = (now_seconds() - start) / inner;
+    double elapsed = timed_steps(m.what);
     // Checked on every repetition, warm-up included.
     m.wrong += wrong(m.what, set, factor);
     if (record) m.seconds.push_back(elapsed);
@@ -173,26 +188,7 @@ int run_workload_mode(const Options& o) {
     for (size_t j = 0; j < n; ++j) run_case(results[(rep + j) % n], rep >= o.warmup);
   }
 
-  // With references, libhvd's repetitions also run one after another, nothing between
-  // them but refilling the tensors: interleaved, each libhvd step follows the
-  // references' traffic with its threads idle, which a training loop's steps do not.
-  Measured back_to_back{results.front().what, {}, 0, {}};
-  if (o.baseline) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    for (int rep = 0; rep < o.warmup + o.iters; ++rep) {
-      set.fill_tensors();
-      double start = now_seconds();
-      for (int k = 0; k < inner; ++k) libhvd.run(set);
-      double elapsed = (now_seconds() - start) / inner;
-      back_to_back.wrong += wrong(back_to_back.what, set, factor);
-      if (rep >= o.warmup) back_to_back.seconds.push_back(elapsed);
-    }
-    max_over_ranks(&back_to_back.seconds);
-    back_to_back.ms = scaled(summarize(back_to_back.seconds), 1e3);
-    back_to_back.wrong = sum_over_ranks(back_to_back.wrong);
-  }
-
-  int64_t total_wrong = back_to_back.wrong;
+  int64_t total_wrong = 0;
   for (Measured& m : results) {
     max_over_ranks(&m.seconds);
     m.ms = scaled(summarize(m.seconds), 1e3);
@@ -204,10 +200,35 @@ int run_workload_mode(const Options& o) {
     if (results[j].what.is_limit_candidate() && (!limit || results[j].ms.median < limit->ms.median))
       limit = &results[j];
 
+  // With references, libhvd's repetitions also run one after another, nothing between
+  // them but refilling the tensors, and then the limit's: interleaved, each step
+  // follows the other strategies' traffic (libhvd's with its threads idle), which a
+  // training loop's steps do not; over TCP an odd-sized call (the per-tensor
+  // reference's) also slows the full-sized calls after it for tens of calls
+  // (docs/performance.md, 2026-11-27 07:15 entry).
+  Measured back_to_back{results.front().what, {}, 0, {}};
+  Measured limit_back_to_back{limit ? limit->what : results.front().what, {}, 0, {}};
+  auto run_back_to_back = [&](Measured& m) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int rep = 0; rep < o.warmup + o.iters; ++rep) {
+      fill(m.what, set);
+      double elapsed = timed_steps(m.what);
+      m.wrong += wrong(m.what, set, factor);
+      if (rep >= o.warmup) m.seconds.push_back(elapsed);
+    }
+    max_over_ranks(&m.seconds);
+    m.ms = scaled(summarize(m.seconds), 1e3);
+    m.wrong = sum_over_ranks(m.wrong);
+    total_wrong += m.wrong;
+  };
+  if (o.baseline) run_back_to_back(back_to_back);
+  if (o.baseline && limit) run_back_to_back(limit_back_to_back);
+
   if (rank == 0) {
     const Measured* b2b = o.baseline ? &back_to_back : nullptr;
-    if (o.json) print_json(o, set, size, layout, results, limit, b2b);
-    else print_table(o, set, size, layout, inner, results, limit, b2b);
+    const Measured* limit_b2b = o.baseline && limit ? &limit_back_to_back : nullptr;
+    if (o.json) print_json(o, set, size, layout, results, limit, b2b, limit_b2b);
+    else print_table(o, set, size, layout, inner, results, limit, b2b, limit_b2b);
     std::fflush(stdout);
     if (total_wrong)
       std::fprintf(stderr, "hvd-bench: %lld wrong elements (see #wrong)\n",
