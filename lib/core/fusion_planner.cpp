@@ -86,7 +86,7 @@ namespace {
 
 // A host allreduce in a set that fuse_large names: its large tensors fuse too, and its
 // batches are reduced in pieces of one size.
-bool equal_pieces(const Response& r, const FusionConfig& config) {
+bool fuses_large(const Response& r, const FusionConfig& config) {
   return r.spec.op == OpType::Allreduce && r.spec.device == HVD_DEVICE_CPU &&
          r.spec.reduce_op != HVD_OP_ADASUM && config.fuse_large && config.fuse_large(r.spec.process_set);
 }
@@ -102,7 +102,7 @@ bool fusable_sized(const Response& r, int64_t bytes, const FusionConfig& config)
       // A large tensor is reduced in place, without copies, alone or in a batch where
       // the set asks for it (host memory; Adasum takes whole tensors); a group is fused
       // as one unit whatever its members' sizes.
-      return bytes < config.inplace_min_bytes || grouped(r) || equal_pieces(r, config);
+      return bytes < config.inplace_min_bytes || grouped(r) || fuses_large(r, config);
     case OpType::Reducescatter:
       return bytes < config.inplace_min_bytes || grouped(r);
     default:
@@ -157,7 +157,7 @@ std::vector<Batch> plan_batches(std::span<const Response> responses, const Fusio
       open.emplace(std::move(key), last_batch);
     else if (batches[it->second].bytes > bytes)
       it->second = last_batch;
-    return batches.emplace_back(Batch{{}, true, 0, equal_pieces(r, config)});
+    return batches.emplace_back(Batch{{}, true, 0, fuses_large(r, config)});
   };
   auto add = [&](Batch& b, size_t i, int64_t bytes) {
     b.items.push_back(i);
@@ -189,6 +189,7 @@ std::vector<Batch> plan_batches(std::span<const Response> responses, const Fusio
       add(batch_for(responses[m], member_bytes), m, member_bytes);
     }
   }
+  if (!batches.empty()) batches.back().pad_last_piece = false;  // nothing follows it
   return batches;
 }
 

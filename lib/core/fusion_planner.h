@@ -32,9 +32,11 @@ struct Batch {
   std::vector<size_t> items;  // indices into the responses, in order
   bool fused = false;         // packed into the fusion buffer
   int64_t bytes = 0;          // payload of all items
-  // Reduced in pieces of one size, the last one padded (Backend::allreduce_staged):
-  // host allreduce batches in the sets that fuse_large names.
-  bool equal_pieces = false;
+  // Its short last piece is padded to the others' size (Backend::allreduce_staged's
+  // equal_pieces): a host allreduce batch in a set that fuse_large names, when another
+  // batch follows it in the round (the odd-sized call would slow that one's calls; at
+  // the end of a round the padding would only cost its copy).
+  bool pad_last_piece = false;
 };
 
 // True if the response could share a fusion buffer with others.
