@@ -296,9 +296,8 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
   }
   const int64_t piece = host_->staging_count(total, spec.dtype);
   buffer = fusion_buffer(static_cast<size_t>(piece) * esize).data();
-  // A batch of several pieces sent over a network, with more batches after it, keeps
-  // them all one size: its short last piece goes through the buffer, zero-padded
-  // (Backend::allreduce_staged).
+  // A batch of several pieces sent over a network keeps them all one size: its short
+  // last piece goes through the buffer, zero-padded (Backend::allreduce_staged).
   const bool equal_pieces = batch.pad_last_piece && total > piece;
 
   // A piece that lies whole in one run of in-place tensors back to back in memory (a

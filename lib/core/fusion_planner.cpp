@@ -189,7 +189,6 @@ std::vector<Batch> plan_batches(std::span<const Response> responses, const Fusio
       add(batch_for(responses[m], member_bytes), m, member_bytes);
     }
   }
-  if (!batches.empty()) batches.back().pad_last_piece = false;  // nothing follows it
   return batches;
 }
 
