@@ -161,8 +161,8 @@ const std::vector<ParamDef>& defs() {
         "Tensors of HVD_INPLACE_MIN_BYTES and more (host memory) join fused batches, "
         "reduced in equal pieces in their own memory: auto|never|always (auto: in "
         "process sets that span nodes, where equal pieces beat a call sequence per "
-        "tensor; never within one node, where the pieces that straddle two tensors "
-        "cost their copies)"},
+        "tensor, unless the hierarchical allreduce reduces the set; not within one "
+        "node, where the pieces that straddle two tensors cost their copies)"},
        0, 0, "auto|never|always",
        [](Params& p, const Value& v) { p.fuse_large = static_cast<Params::FuseLarge>(v.i); },
        [](const Params& p) {
