@@ -40,22 +40,13 @@ static void contiguous_layouts_reduce_right(void** state) {
       /* Tensor 5 out of place on every rank: its output is elsewhere. */
       void* out_of_place = flat + (total + 8) * (int64_t)esize;
       recvs[5] = out_of_place;
-      hvd_op_options_t opts;
-      assert_hvd_ok(hvd_op_options_init(&opts));
-      opts.prescale_factor = 2.0;
-      opts.postscale_factor = 3.0;
       for (int step = 0; step < kSteps; ++step) { /* the first negotiated, then cached */
         for (int t = 0; t < kTensors; ++t)
           for (int64_t i = 0; i < count_of(t); ++i)
             tu_set(sends[t], dtype, i, tu_scaled_input(rank, t, i));
-        hvd_handle_t h[kTensors];
-        for (int t = 0; t < kTensors; ++t) {
-          char name[64];
-          snprintf(name, sizeof name, "flat.%d.%d.%d", d, o, t);
-          assert_hvd_ok(hvd_allreduce_async(sends[t], recvs[t], count_of(t), dtype, ops[o], name,
-                                            &opts, &h[t]));
-        }
-        for (int t = 0; t < kTensors; ++t) assert_hvd_ok(hvd_wait(h[t]));
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "flat.%d.%d", d, o);
+        tu_scaled_allreduce_step(kTensors, sends, recvs, count_of, dtype, ops[o], prefix);
         for (int t = 0; t < kTensors; ++t)
           for (int64_t i = 0; i < count_of(t); ++i) {
             const double want = tu_scaled_expected(size, t, i, ops[o], dtype);

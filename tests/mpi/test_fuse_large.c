@@ -53,10 +53,6 @@ static void layouts_reduce_right(void** state) {
         }
         at += count_of(t);
       }
-      hvd_op_options_t opts;
-      assert_hvd_ok(hvd_op_options_init(&opts));
-      opts.prescale_factor = 2.0;
-      opts.postscale_factor = 3.0;
       for (int step = 0; step < kSteps; ++step) { /* the first negotiated, then cached */
         for (int t = 0; t < kTensors; ++t) {
           for (int64_t i = 0; i < count_of(t); ++i) {
@@ -64,14 +60,9 @@ static void layouts_reduce_right(void** state) {
             if (recvs[t] != sends[t]) tu_set(recvs[t], dtype, i, -7.0); /* not an input */
           }
         }
-        hvd_handle_t h[kTensors];
-        for (int t = 0; t < kTensors; ++t) {
-          char name[64];
-          snprintf(name, sizeof name, "fuse-large.%d.%d.%d", d, o, t);
-          assert_hvd_ok(hvd_allreduce_async(sends[t], recvs[t], count_of(t), dtype, ops[o], name,
-                                            &opts, &h[t]));
-        }
-        for (int t = 0; t < kTensors; ++t) assert_hvd_ok(hvd_wait(h[t]));
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "fuse-large.%d.%d", d, o);
+        tu_scaled_allreduce_step(kTensors, sends, recvs, count_of, dtype, ops[o], prefix);
         for (int t = 0; t < kTensors; ++t)
           for (int64_t i = 0; i < count_of(t); ++i) {
             const double want = tu_scaled_expected(size, t, i, ops[o], dtype);

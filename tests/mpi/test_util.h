@@ -204,6 +204,26 @@ static inline double tu_scaled_expected(int size, int t, int64_t i, hvd_reduce_o
   return tu_is_float(dtype) ? sum / size * 3.0 : floor(sum / size) * 3.0;
 }
 
+/* One step of such a test: every tensor t (count_of(t) elements, named
+ * "<prefix>.<t>") pushed asynchronously with prescale 2 and postscale 3, then each
+ * waited for, as a framework's gradients are. */
+static inline void tu_scaled_allreduce_step(int n, void* const* sends, void* const* recvs,
+                                            int64_t (*count_of)(int), hvd_dtype_t dtype,
+                                            hvd_reduce_op_t op, const char* prefix) {
+  hvd_op_options_t opts;
+  assert_hvd_ok(hvd_op_options_init(&opts));
+  opts.prescale_factor = 2.0;
+  opts.postscale_factor = 3.0;
+  hvd_handle_t* h = (hvd_handle_t*)tu_alloc((size_t)n * sizeof(hvd_handle_t));
+  for (int t = 0; t < n; ++t) {
+    char name[96];
+    snprintf(name, sizeof name, "%s.%d", prefix, t);
+    assert_hvd_ok(hvd_allreduce_async(sends[t], recvs[t], count_of(t), dtype, op, name, &opts, &h[t]));
+  }
+  for (int t = 0; t < n; ++t) assert_hvd_ok(hvd_wait(h[t]));
+  free(h);
+}
+
 static inline int tu_group_init(void** state) {
   (void)state;
   return hvd_init() == HVD_SUCCESS ? 0 : -1;
