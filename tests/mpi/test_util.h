@@ -205,11 +205,19 @@ static inline double tu_scaled_expected(int size, int t, int64_t i, hvd_reduce_o
 }
 
 /* One step of such a test: every tensor t (count_of(t) elements, named
- * "<prefix>.<t>") pushed asynchronously with prescale 2 and postscale 3, then each
- * waited for, as a framework's gradients are. */
+ * "<prefix>.<t>") filled with this rank's inputs (an out-of-place output poisoned
+ * first), pushed asynchronously with prescale 2 and postscale 3, as a framework's
+ * gradients are, then each waited for and checked: the result against
+ * tu_scaled_expected, an out-of-place input left as it was. */
 static inline void tu_scaled_allreduce_step(int n, void* const* sends, void* const* recvs,
                                             int64_t (*count_of)(int), hvd_dtype_t dtype,
                                             hvd_reduce_op_t op, const char* prefix) {
+  const int rank = hvd_rank(), size = hvd_size();
+  for (int t = 0; t < n; ++t)
+    for (int64_t i = 0; i < count_of(t); ++i) {
+      tu_set(sends[t], dtype, i, tu_scaled_input(rank, t, i));
+      if (recvs[t] != sends[t]) tu_set(recvs[t], dtype, i, -7.0); /* not an input */
+    }
   hvd_op_options_t opts;
   assert_hvd_ok(hvd_op_options_init(&opts));
   opts.prescale_factor = 2.0;
@@ -222,6 +230,18 @@ static inline void tu_scaled_allreduce_step(int n, void* const* sends, void* con
   }
   for (int t = 0; t < n; ++t) assert_hvd_ok(hvd_wait(h[t]));
   free(h);
+  for (int t = 0; t < n; ++t)
+    for (int64_t i = 0; i < count_of(t); ++i) {
+      const double want = tu_scaled_expected(size, t, i, op, dtype);
+      const double got = tu_get(recvs[t], dtype, i);
+      if (!tu_close(got, want, dtype))
+        fail_msg("rank %d %s tensor %d element %lld: %g, want %g", rank, prefix, t, (long long)i,
+                 got, want);
+      if (sends[t] != recvs[t] &&
+          !tu_close(tu_get(sends[t], dtype, i), tu_scaled_input(rank, t, i), dtype))
+        fail_msg("rank %d %s tensor %d element %lld: the input changed", rank, prefix, t,
+                 (long long)i);
+    }
 }
 
 static inline int tu_group_init(void** state) {
