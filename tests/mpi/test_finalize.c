@@ -65,18 +65,20 @@ int main(int argc, char** argv) {
   CHECK(hvd_allreduce(&f, &f, 1, HVD_FLOAT32, HVD_OP_SUM, "finalize.float") == HVD_SUCCESS,
         "float32 allreduce");
   CHECK(f == (float)size, "float32 sum %g, expected %d", f, size);
-  uint16_t half[4] = {0x3c00, 0x3c00, 0x3c00, 0x3c00}; /* 1.0 */
-  CHECK(hvd_allreduce(half, half, 4, HVD_FLOAT16, HVD_OP_SUM, "finalize.half") == HVD_SUCCESS,
-        "float16 allreduce");
-
   /* Left pending: rank 0 submits a name no other rank does, so the shutdown finds it
-   * queued (with one rank, it just completes). */
+   * queued (with one rank, it just completes). Submitted before the next collective,
+   * which every rank must finish first: the others cannot shut down (ending rank 0's
+   * runtime too) before rank 0 has queued it. */
   float pending = 1.0f;
   hvd_handle_t handle = 0;
   if (rank == 0)
     CHECK(hvd_allreduce_async(&pending, &pending, 1, HVD_FLOAT32, HVD_OP_SUM, "finalize.pending",
                               NULL, &handle) == HVD_SUCCESS,
           "async allreduce");
+  uint16_t half[4] = {0x3c00, 0x3c00, 0x3c00, 0x3c00}; /* 1.0 */
+  CHECK(hvd_allreduce(half, half, 4, HVD_FLOAT16, HVD_OP_SUM, "finalize.half") == HVD_SUCCESS,
+        "float16 allreduce");
+
 
   if (shutdown_first) CHECK(hvd_shutdown() == HVD_SUCCESS, "hvd_shutdown");
   finalize_capturing_stderr();
