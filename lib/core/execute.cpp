@@ -160,7 +160,7 @@ Error Executor::dispatch(const Batch& batch, const std::vector<Response>& respon
     case OpType::Allreduce:
       if (first.spec.reduce_op == HVD_OP_ADASUM) return allreduce_adasum(batch, responses, locals, set);
       return batch.fused ? allreduce_fused(batch, responses, locals, set)
-                         : allreduce_single(first, locals[0], set);
+                         : allreduce_single(first, locals[0], set, batch.pad_last_piece);
     case OpType::Broadcast:
       return broadcast(first, locals[0], set);
     case OpType::Allgather:
@@ -198,7 +198,8 @@ Error Executor::reduce(const void* send, void* recv, int64_t count, hvd_dtype_t 
   return err;
 }
 
-Error Executor::allreduce_single(const Response& r, Request* local, const ProcessSet& set) {
+Error Executor::allreduce_single(const Response& r, Request* local, const ProcessSet& set,
+                                 bool pad_last_piece) {
   const TensorSpec& spec = r.spec;
   const int64_t count = spec.num_elements();
   const size_t esize = dtype_size(spec.dtype);
@@ -228,6 +229,30 @@ Error Executor::allreduce_single(const Response& r, Request* local, const Proces
     HVD_RETURN_IF_ERROR(reduce(send, recv, count, spec.dtype, op, set));
     postscale(0, count);
     return Error::success();
+  }
+  // Over a network a tensor reduced alone (one above the fusion threshold) keeps every
+  // call one size, as the fused batches beside it do (Batch::pad_last_piece): its
+  // pieces are reduced in its output, the short last one in the staging buffer,
+  // zero-padded. An odd-sized call would slow the next ones.
+  const int64_t piece = host_->staging_count(count, spec.dtype);
+  if (pad_last_piece && count > piece && count % piece != 0) {
+    unsigned char* staging = fusion_buffer(static_cast<size_t>(piece) * esize).data();
+    auto fill = [&](int64_t offset, int64_t n) -> void* {
+      if (n == piece) return send != recv || prescaled ? prescale(offset, n) : part(recv, offset);
+      timed_copy([&] {
+        copy_scaled(staging, part(send, offset), n, spec.dtype, spec.prescale);
+        std::memset(staging + n * static_cast<int64_t>(esize), 0, static_cast<size_t>(piece - n) * esize);
+      });
+      return staging;
+    };
+    auto drain = [&](int64_t offset, int64_t n) {
+      if (n == piece) return postscale(offset, n);
+      timed_copy([&] { copy_averaged(part(recv, offset), staging, n, spec.dtype, divisor, spec.postscale); });
+    };
+    activity_start("MPI_ALLREDUCE");
+    Error err = host_->allreduce_staged(count, spec.dtype, op, set.communicator(), fill, drain, true);
+    activity_end();
+    return err;
   }
   if (!prescaled && !postscaled) return reduce(send, recv, count, spec.dtype, op, set);
   // Each part is scaled right before or after its MPI call, while it is in cache: a

@@ -168,7 +168,9 @@ std::vector<Batch> plan_batches(std::span<const Response> responses, const Fusio
     const Response& r = responses[i];
     const int64_t bytes = r.error.ok() ? response_bytes(r) : 0;
     if (!fusable_sized(r, bytes, config)) {
-      batches.push_back(Batch{{i}, false, bytes});
+      // Alone (above the threshold, or fusion off), still in pieces of one size where
+      // the set's batches are.
+      batches.push_back(Batch{{i}, false, bytes, r.error.ok() && fuses_large(r, config)});
       continue;
     }
     GroupUnit* unit = groups.empty() ? nullptr : groups.unit_of(i);

@@ -33,7 +33,8 @@ struct Batch {
   bool fused = false;         // packed into the fusion buffer
   int64_t bytes = 0;          // payload of all items
   // Its short last piece is padded to the others' size (Backend::allreduce_staged's
-  // equal_pieces): a host allreduce batch in a set that fuse_large names. The odd-sized
+  // equal_pieces): a host allreduce batch in a set that fuse_large names, fused or a
+  // tensor alone (one above the threshold). The odd-sized
   // call would slow the full-sized calls after it, the next batch's or, measured on
   // bert_base, the next step's; the padding costs a piece's copy.
   bool pad_last_piece = false;

@@ -117,6 +117,65 @@ static void large_tensors_fuse_as_configured(void** state) {
   free(data);
 }
 
+/* Above HOROVOD_FUSION_THRESHOLD (65536 bytes in these runs in every dtype here) a
+ * tensor is reduced alone; where large tensors fuse, its short last piece is padded to
+ * the others' size all the same. In place on even ranks, out of place on odd ones. */
+static int64_t count_above_threshold(int t) {
+  (void)t;
+  return 33000; /* 16 whole 4 KiB pieces and 232 elements in each dtype below */
+}
+
+static void tensor_above_threshold_reduces_right(void** state) {
+  (void)state;
+  const hvd_dtype_t dtypes[] = {HVD_FLOAT32, HVD_FLOAT16, HVD_INT32, HVD_FLOAT64};
+  const hvd_reduce_op_t ops[] = {HVD_OP_SUM, HVD_OP_AVERAGE};
+  const int64_t count = count_above_threshold(0);
+  for (int d = 0; d < 4; ++d)
+    for (int o = 0; o < 2; ++o) {
+      const size_t bytes = (size_t)count * tu_dtype_size(dtypes[d]);
+      void* send = tu_alloc(bytes);
+      void* recv = hvd_rank() % 2 == 0 ? send : tu_alloc(bytes);
+      for (int step = 0; step < kSteps; ++step) {
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "fuse-large.above.%d.%d", d, o);
+        tu_scaled_allreduce_step(1, &send, &recv, count_above_threshold, dtypes[d], ops[o], prefix);
+      }
+      if (recv != send) free(recv);
+      free(send);
+    }
+
+  /* One collective a step; fused runs send the padded piece too. */
+  float* data = tu_alloc((size_t)count * sizeof(float));
+  uint64_t before = 0, bytes_before = 0;
+  for (int step = 0; step < 3; ++step) {
+    if (step == 1) {
+      before = tu_collectives();
+      bytes_before = tu_counters().global_bytes;
+    }
+    for (int64_t i = 0; i < count; ++i) data[i] = 1.0f;
+    assert_hvd_ok(hvd_allreduce(data, data, count, HVD_FLOAT32, HVD_OP_SUM, "fuse-large.above.count"));
+    for (int64_t i = 0; i < count; ++i)
+      if (data[i] != (float)hvd_size()) fail_msg("element %lld: %g", (long long)i, data[i]);
+  }
+  const uint64_t ran = tu_collectives() - before;
+  const uint64_t sent = tu_counters().global_bytes - bytes_before;
+  if (ran != 2) fail_msg("%llu collectives for two steps of one tensor", (unsigned long long)ran);
+  char text[32];
+  assert_hvd_ok(hvd_param_get("HOROVOD_HIERARCHICAL_ALLREDUCE", text, sizeof text));
+  const int n = hvd_size();
+  if (n > 1 && strcmp(text, "1") != 0) {
+    assert_hvd_ok(hvd_param_get("HVD_FUSION_PIECE_BYTES", text, sizeof text));
+    const int64_t piece = atoll(text) / (int64_t)sizeof(float);
+    const int64_t reduced = expect_fused ? (count + piece - 1) / piece * piece : count;
+    const double want = 2 * 2.0 * (n - 1) / n * (double)reduced * sizeof(float);
+    const double calls = 2.0 * (double)((count + piece - 1) / piece);
+    if ((double)sent < want - calls || (double)sent > want + calls)
+      fail_msg("%llu bytes sent for two steps, want %.0f (%s)", (unsigned long long)sent, want,
+               expect_fused ? "the last piece padded" : "exact");
+  }
+  free(data);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2 || (strcmp(argv[1], "fused") != 0 && strcmp(argv[1], "alone") != 0)) {
     fprintf(stderr, "usage: test_fuse_large fused|alone\n");
@@ -124,6 +183,7 @@ int main(int argc, char** argv) {
   }
   expect_fused = strcmp(argv[1], "fused") == 0;
   const struct CMUnitTest tests[] = {cmocka_unit_test(layouts_reduce_right),
-                                     cmocka_unit_test(large_tensors_fuse_as_configured)};
+                                     cmocka_unit_test(large_tensors_fuse_as_configured),
+                                     cmocka_unit_test(tensor_above_threshold_reduces_right)};
   return cmocka_run_group_tests_name("fuse_large", tests, tu_group_init, tu_group_shutdown);
 }

@@ -375,7 +375,7 @@ void planner_fuses_small_same_kind_tensors(void**) {
 
 // Where the runtime says so for a set (HVD_FUSE_LARGE), large host allreduces join
 // batches like small ones, up to the threshold; device tensors, Adasum and other sets
-// keep theirs alone.
+// keep theirs alone; one above the threshold stays alone, its last piece padded.
 void planner_fuses_large_tensors_where_told(void**) {
   FusionConfig config;
   config.threshold = 2000;
@@ -406,6 +406,8 @@ void planner_fuses_large_tensors_where_told(void**) {
   for (size_t b = 2; b < 6; ++b) {
     assert_false(batches[b].fused);
     assert_int_equal(batches[b].items[0], b + 2);
+    // Alone, huge still goes in pieces of one size, as the set's batches do.
+    assert_int_equal(batches[b].pad_last_piece, b == 5);
   }
 
   config.fuse_large = [](int32_t) { return false; };  // as without the option
