@@ -231,11 +231,11 @@ Error Executor::allreduce_single(const Response& r, Request* local, const Proces
     return Error::success();
   }
   // Over a network a tensor reduced alone (one above the fusion threshold) keeps every
-  // call one size, as the fused batches beside it do (Batch::pad_last_piece): its
-  // pieces are reduced in its output, the short last one in the staging buffer,
-  // zero-padded. An odd-sized call would slow the next ones.
+  // call one size, as the fused batches beside it do (Batch::pad_last_piece): it goes
+  // in their pieces (not HVD_ALLREDUCE_CHUNK_BYTES), reduced in its output, the short
+  // last one in the staging buffer, zero-padded. An odd-sized call would slow the next.
   const int64_t piece = host_->staging_count(count, spec.dtype);
-  if (pad_last_piece && count > piece && count % piece != 0) {
+  if (pad_last_piece && count > piece) {
     unsigned char* staging = fusion_buffer(static_cast<size_t>(piece) * esize).data();
     auto fill = [&](int64_t offset, int64_t n) -> void* {
       if (n == piece) return send != recv || prescaled ? prescale(offset, n) : part(recv, offset);

@@ -117,33 +117,42 @@ static void large_tensors_fuse_as_configured(void** state) {
   free(data);
 }
 
-/* Above HOROVOD_FUSION_THRESHOLD (65536 bytes in these runs in every dtype here) a
- * tensor is reduced alone; where large tensors fuse, its short last piece is padded to
- * the others' size all the same. In place on even ranks, out of place on odd ones. */
+/* Above HOROVOD_FUSION_THRESHOLD (65536 bytes in these runs, in every dtype here) a
+ * tensor is reduced alone; where large tensors fuse, it goes in their pieces all the
+ * same, its short last one padded. In place on even ranks, out of place on odd ones. */
+enum { kPadded = 33000, kWholePieces = 36864 }; /* 4 KiB pieces and 232 elements over */
+static int64_t above_threshold = kPadded;
 static int64_t count_above_threshold(int t) {
   (void)t;
-  return 33000; /* 16 whole 4 KiB pieces and 232 elements in each dtype below */
+  return above_threshold;
+}
+
+static void reduce_above_threshold(hvd_dtype_t dtype, hvd_reduce_op_t op, const char* prefix) {
+  const size_t bytes = (size_t)above_threshold * tu_dtype_size(dtype);
+  void* send = tu_alloc(bytes);
+  void* recv = hvd_rank() % 2 == 0 ? send : tu_alloc(bytes);
+  for (int step = 0; step < kSteps; ++step)
+    tu_scaled_allreduce_step(1, &send, &recv, count_above_threshold, dtype, op, prefix);
+  if (recv != send) free(recv);
+  free(send);
 }
 
 static void tensor_above_threshold_reduces_right(void** state) {
   (void)state;
   const hvd_dtype_t dtypes[] = {HVD_FLOAT32, HVD_FLOAT16, HVD_INT32, HVD_FLOAT64};
   const hvd_reduce_op_t ops[] = {HVD_OP_SUM, HVD_OP_AVERAGE};
-  const int64_t count = count_above_threshold(0);
-  for (int d = 0; d < 4; ++d)
-    for (int o = 0; o < 2; ++o) {
-      const size_t bytes = (size_t)count * tu_dtype_size(dtypes[d]);
-      void* send = tu_alloc(bytes);
-      void* recv = hvd_rank() % 2 == 0 ? send : tu_alloc(bytes);
-      for (int step = 0; step < kSteps; ++step) {
+  const int64_t counts[] = {kPadded, kWholePieces};
+  for (int c = 0; c < 2; ++c) {
+    above_threshold = counts[c];
+    for (int d = 0; d < 4; ++d)
+      for (int o = 0; o < 2; ++o) {
         char prefix[64];
-        snprintf(prefix, sizeof prefix, "fuse-large.above.%d.%d", d, o);
-        tu_scaled_allreduce_step(1, &send, &recv, count_above_threshold, dtypes[d], ops[o], prefix);
+        snprintf(prefix, sizeof prefix, "fuse-large.above.%d.%d.%d", c, d, o);
+        reduce_above_threshold(dtypes[d], ops[o], prefix);
       }
-      if (recv != send) free(recv);
-      free(send);
-    }
+  }
 
+  const int64_t count = kPadded;
   /* One collective a step; fused runs send the padded piece too. */
   float* data = tu_alloc((size_t)count * sizeof(float));
   uint64_t before = 0, bytes_before = 0;
