@@ -162,7 +162,8 @@ const std::vector<ParamDef>& defs() {
         "reduced in equal pieces in their own memory: auto|never|always (auto: in "
         "process sets that span nodes, where equal pieces beat a call sequence per "
         "tensor, unless the hierarchical allreduce reduces the set; not within one "
-        "node, where the pieces that straddle two tensors cost their copies)"},
+        "node, where the pieces that straddle two tensors cost their copies). Where "
+        "they fuse, a tensor above HOROVOD_FUSION_THRESHOLD goes in the same pieces"},
        0, 0, "auto|never|always",
        [](Params& p, const Value& v) { p.fuse_large = static_cast<Params::FuseLarge>(v.i); },
        [](const Params& p) {

@@ -4,7 +4,8 @@
  * tensors differently (rank 0 in one flat buffer in place, rank 1 in separate
  * allocations, rank 2 out of place), so one piece is reduced in place on one rank,
  * copied into the output on another and through the fusion buffer on a third; small
- * tensors sit between the large ones. The run's environment sets small pieces and a
+ * tensors sit between the large ones; a tensor above the fusion threshold goes alone,
+ * padded where the others fuse. The run's environment sets small pieces and a
  * small HVD_INPLACE_MIN_BYTES; the argument says what the run expects: "fused" (large
  * tensors share collectives) or "alone" (one collective each).
  * Usage: test_fuse_large fused|alone */
