@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
 
 #include "base/dtype.h"
 #include "base/log.h"
@@ -413,7 +414,12 @@ void BackgroundLoop::wait_for_round() {
   const double deadline = last_round_end_ + cycle_time_ms_ * 1e-3;
   // Just after activity the next request usually follows within microseconds (a
   // training step's next tensor, a loop's next call): poll briefly instead of paying
-  // a sleep and a wake-up. Idle for longer, the thread sleeps.
+  // a sleep and a wake-up. Idle for longer, the thread sleeps. The poll yields: with
+  // as many busy threads as cores (two ranks on two cores) the caller that is about
+  // to push needs this core, and a plain spin held it off (a lone 4 KB allreduce on
+  // the lab took 250 us that way). Waking a sleeping thread cost 9 us of a lone
+  // allreduce's 33 on the lab, 15 us with the poll (docs/performance.md, 2026-11-27
+  // 11:20 entry).
   const double spin_until = last_progress_ + rt_.params.bg_spin_us * 1e-6;
   while (now_seconds() < spin_until) {
     if (rt_.queue.ready() || controller_.has_unannounced()) {
@@ -422,6 +428,7 @@ void BackgroundLoop::wait_for_round() {
     }
     if (doorbell_rang()) return;
     if (mode_ == Mode::Waiting && now_seconds() >= deadline) return;
+    std::this_thread::yield();
   }
   int64_t nap_us = 1;  // see below: this rank's work waits on its peers
   while (true) {

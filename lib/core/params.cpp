@@ -179,9 +179,10 @@ const std::vector<ParamDef>& defs() {
               "the ranks is used)"),
       P_INT("HVD_SPIN_US", spin_us, 50, 0, 1000000,
             "Microseconds a waiting thread polls before it starts to sleep"),
-      P_INT("HVD_BG_SPIN_US", bg_spin_us, 0, 0, 1000000,
+      P_INT("HVD_BG_SPIN_US", bg_spin_us, 50, 0, 1000000,
             "Microseconds the background thread polls for new work after activity before "
-            "it sleeps (0: it sleeps at once; polling pays only with spare cores)"),
+            "it sleeps, yielding its core to any thread that wants it (0: it sleeps at "
+            "once, and the next request pays for waking it)"),
       P_INT("HVD_BURST_GAP_US", burst_gap_us, 50, 0, 1000000,
             "A round that finds new requests naps this long, and again (a gap longer each "
             "time) while more keep arriving, at most the cycle time (ten times that where "

@@ -69,7 +69,7 @@ struct Params {
   int64_t fusion_piece_bytes = 1ll << 20;
   int64_t speculative_bytes = 16ll << 10;  // see core/speculation.h; agreed at init
   int64_t spin_us = 50;
-  int64_t bg_spin_us = 0;
+  int64_t bg_spin_us = 50;
   int64_t burst_gap_us = 50;
   bool burst_cap_measure = true;
   int64_t poll_us = 200;
