@@ -419,7 +419,7 @@ void BackgroundLoop::wait_for_round() {
   // to push needs this core, and a plain spin held it off (a lone 4 KB allreduce on
   // the lab took 250 us that way). Waking a sleeping thread cost 9 us of a lone
   // allreduce's 33 on the lab, 15 us with the poll (docs/performance.md, 2026-11-27
-  // 11:20 entry).
+  // 11:15 entry).
   const double spin_until = last_progress_ + rt_.params.bg_spin_us * 1e-6;
   while (now_seconds() < spin_until) {
     if (rt_.queue.ready() || controller_.has_unannounced()) {
