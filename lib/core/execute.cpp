@@ -159,8 +159,11 @@ Error Executor::dispatch(const Batch& batch, const std::vector<Response>& respon
   switch (first.spec.op) {
     case OpType::Allreduce:
       if (first.spec.reduce_op == HVD_OP_ADASUM) return allreduce_adasum(batch, responses, locals, set);
-      return batch.fused ? allreduce_fused(batch, responses, locals, set)
-                         : allreduce_single(first, locals[0], set, batch.pad_last_piece);
+      // A tensor alone whose last piece is padded (one above the threshold, where
+      // the set's batches go in equal pieces) takes the batches' path: it reduces a
+      // piece that lies in one tensor in that tensor's memory, and pads the last.
+      return batch.fused || batch.pad_last_piece ? allreduce_fused(batch, responses, locals, set)
+                                                 : allreduce_single(first, locals[0], set);
     case OpType::Broadcast:
       return broadcast(first, locals[0], set);
     case OpType::Allgather:
@@ -198,8 +201,7 @@ Error Executor::reduce(const void* send, void* recv, int64_t count, hvd_dtype_t 
   return err;
 }
 
-Error Executor::allreduce_single(const Response& r, Request* local, const ProcessSet& set,
-                                 bool pad_last_piece) {
+Error Executor::allreduce_single(const Response& r, Request* local, const ProcessSet& set) {
   const TensorSpec& spec = r.spec;
   const int64_t count = spec.num_elements();
   const size_t esize = dtype_size(spec.dtype);
@@ -229,30 +231,6 @@ Error Executor::allreduce_single(const Response& r, Request* local, const Proces
     HVD_RETURN_IF_ERROR(reduce(send, recv, count, spec.dtype, op, set));
     postscale(0, count);
     return Error::success();
-  }
-  // Over a network a tensor reduced alone (one above the fusion threshold) keeps every
-  // call one size, as the fused batches beside it do (Batch::pad_last_piece): it goes
-  // in their pieces (not HVD_ALLREDUCE_CHUNK_BYTES), reduced in its output, the short
-  // last one in the staging buffer, zero-padded. An odd-sized call would slow the next.
-  const int64_t piece = host_->staging_count(count, spec.dtype);
-  if (pad_last_piece && count > piece) {
-    unsigned char* staging = fusion_buffer(static_cast<size_t>(piece) * esize).data();
-    auto fill = [&](int64_t offset, int64_t n) -> void* {
-      if (n == piece) return send != recv || prescaled ? prescale(offset, n) : part(recv, offset);
-      timed_copy([&] {
-        copy_scaled(staging, part(send, offset), n, spec.dtype, spec.prescale);
-        std::memset(staging + n * static_cast<int64_t>(esize), 0, static_cast<size_t>(piece - n) * esize);
-      });
-      return staging;
-    };
-    auto drain = [&](int64_t offset, int64_t n) {
-      if (n == piece) return postscale(offset, n);
-      timed_copy([&] { copy_averaged(part(recv, offset), staging, n, spec.dtype, divisor, spec.postscale); });
-    };
-    activity_start("MPI_ALLREDUCE");
-    Error err = host_->allreduce_staged(count, spec.dtype, op, set.communicator(), fill, drain, true);
-    activity_end();
-    return err;
   }
   if (!prescaled && !postscaled) return reduce(send, recv, count, spec.dtype, op, set);
   // Each part is scaled right before or after its MPI call, while it is in cache: a
@@ -298,20 +276,29 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
     activity_end();
     return Error::success();
   }
+  const int64_t piece = host_->staging_count(total, spec.dtype);
+  // A batch of several pieces sent over a network keeps them all one size: its short
+  // last piece goes through the buffer, zero-padded (Backend::allreduce_staged).
+  const bool equal_pieces = batch.pad_last_piece && total > piece;
+
   // A traced batch shows its copies and its reduction as one activity each, as in
-  // Horovod's timelines, so it is filled whole; it still reduces through the staged
-  // path, piece by piece in the buffer: the timeline is often on for rank 0 alone,
-  // and every rank must make the same MPI calls on the set's communicator.
-  if (tracing_) {
-    buffer = fusion_buffer(static_cast<size_t>(batch.bytes)).data();
+  // Horovod's timelines, so it is filled whole (and zero-padded to whole pieces); it
+  // still reduces through the staged path, piece by piece in the buffer, with the
+  // same pieces: the timeline is on for rank 0 alone, and every rank must make the
+  // same MPI calls on the set's communicator. A tensor alone (pad_last_piece, not
+  // fused) has nothing to copy but its last piece: it goes piece by piece below.
+  if (tracing_ && batch.fused) {
+    const int64_t padded = equal_pieces ? (total + piece - 1) / piece * piece : total;
+    buffer = fusion_buffer(static_cast<size_t>(padded) * esize).data();
     activity_start("MEMCPY_IN_FUSION_BUFFER");
     copy_in(0, total);
+    std::memset(buffer + total * static_cast<int64_t>(esize), 0, static_cast<size_t>(padded - total) * esize);
     activity_end();
     activity_start("MPI_ALLREDUCE");
     Error err = host_->allreduce_staged(
         total, spec.dtype, op, set.communicator(),
         [&](int64_t offset, int64_t) -> void* { return buffer + offset * esize; },
-        [](int64_t, int64_t) {}, false);
+        [](int64_t, int64_t) {}, equal_pieces);
     activity_end();
     HVD_RETURN_IF_ERROR(err);
     activity_start("MEMCPY_OUT_FUSION_BUFFER");
@@ -319,11 +306,7 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
     activity_end();
     return Error::success();
   }
-  const int64_t piece = host_->staging_count(total, spec.dtype);
   buffer = fusion_buffer(static_cast<size_t>(piece) * esize).data();
-  // A batch of several pieces sent over a network keeps them all one size: its short
-  // last piece goes through the buffer, zero-padded (Backend::allreduce_staged).
-  const bool equal_pieces = batch.pad_last_piece && total > piece;
 
   // A piece that lies whole in one run of in-place tensors back to back in memory (a
   // framework's flat gradient buffer) is reduced where it is: no copy in or out, only
@@ -369,15 +352,18 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
       copy_averaged(located, located, n, spec.dtype, divisor, spec.postscale);
   };
   const Communicator comm = set.communicator();
-  if (!time_copies_)
-    return host_->allreduce_staged(total, spec.dtype, op, comm, fill, drain, equal_pieces);
   auto timed_fill = [&](int64_t offset, int64_t n) {
     void* at = nullptr;
     timed_copy([&] { at = fill(offset, n); });
     return at;
   };
   auto timed_drain = [&](int64_t offset, int64_t n) { timed_copy([&] { drain(offset, n); }); };
-  return host_->allreduce_staged(total, spec.dtype, op, comm, timed_fill, timed_drain, equal_pieces);
+  activity_start("MPI_ALLREDUCE");  // recorded only while tracing (the tensor alone)
+  Error err = time_copies_
+                  ? host_->allreduce_staged(total, spec.dtype, op, comm, timed_fill, timed_drain, equal_pieces)
+                  : host_->allreduce_staged(total, spec.dtype, op, comm, fill, drain, equal_pieces);
+  activity_end();
+  return err;
 }
 
 void Executor::fill_fused(FusedCursor& in, const std::vector<Request*>& locals, const TensorSpec& spec,

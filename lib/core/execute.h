@@ -63,9 +63,7 @@ class Executor {
                  const std::vector<Request*>& locals, const ProcessSet& set);
   Error dispatch_device(const Batch& batch, const std::vector<Response>& responses,
                         const std::vector<Request*>& locals, const ProcessSet& set);
-  // pad_last_piece: the batch's (Batch::pad_last_piece), for a tensor alone.
-  Error allreduce_single(const Response& r, Request* local, const ProcessSet& set,
-                         bool pad_last_piece);
+  Error allreduce_single(const Response& r, Request* local, const ProcessSet& set);
   Error allreduce_fused(const Batch& batch, const std::vector<Response>& responses,
                         const std::vector<Request*>& locals, const ProcessSet& set);
   Error allreduce_adasum(const Batch& batch, const std::vector<Response>& responses,
