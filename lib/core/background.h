@@ -44,6 +44,7 @@ class BackgroundLoop {
 
  private:
   enum class Mode { Continue, Waiting, Idle };
+  static constexpr int kDoorbellTag = 17;  // a peer's "round starts" on rt_.control
 
   // Blocks until this rank should post the next round.
   void wait_for_round();
