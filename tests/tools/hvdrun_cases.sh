@@ -121,20 +121,27 @@ signal-forwarded)
   [ "$status" = 143 ] || die "status $status after SIGTERM, expected 143"
   ;;
 signal-real-job)
-  # With MPICH: SIGTERM to hvdrun stops a running job, and hvdrun does not report
-  # success (Hydra itself sometimes exits 0 then). SIGINT cannot be tested here: a
-  # non-interactive shell starts background jobs with it ignored, and hvdrun keeps
-  # it so. Holding the FIFO open for writing lets both ranks' lines arrive.
+  # SIGINT, SIGTERM and SIGHUP to hvdrun stop a running job, and hvdrun exits as a
+  # shell reports a program killed by the signal (128+N), whatever the launcher said
+  # (Hydra: 0 or 2, Open MPI: 1); no rank is left. A non-interactive shell starts
+  # background jobs with SIGINT ignored (and hvdrun keeps it so): env restores it.
+  # Holding the FIFO open for writing lets both ranks' lines arrive.
   mkfifo "$work/ready"
   exec 3<>"$work/ready"
-  "$hvdrun" -np 2 sh -c "echo ready > '$work/ready'; exec sleep 300" >"$work/out" 2>&1 &
-  pid=$!
-  read -r line <&3
-  read -r line <&3
-  kill -TERM "$pid"
-  wait "$pid"
-  status=$?
-  [ "$status" != 0 ] || die "the job ended with status 0 after SIGTERM"
+  for sig in INT:130 TERM:143 HUP:129; do
+    name=${sig%:*} want=${sig#*:}
+    env --default-signal=INT "$hvdrun" -np 2 sh -c "echo ready > '$work/ready'; exec sleep 301" \
+      >"$work/out" 2>&1 &
+    pid=$!
+    read -r line <&3
+    read -r line <&3
+    kill -"$name" "$pid"
+    wait "$pid"
+    status=$?
+    [ "$status" = "$want" ] || die "status $status after SIG$name, expected $want: $(cat "$work/out")"
+    sleep 0.5
+    ! pgrep -f "sleep 301" >/dev/null || die "a rank was left running after SIG$name"
+  done
   ;;
 exit-status)
   "$hvdrun" -np 2 -H localhost:2 "$probe" --exit-rank 1 3 >"$work/out" 2>&1

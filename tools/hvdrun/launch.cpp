@@ -245,10 +245,10 @@ JobOutcome run_job(const LaunchCommand& command, bool watch_ranks) {
   }
   outcome.started = true;
   outcome.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  // Hydra sometimes exits 0 after a SIGTERM that stopped the job; a stopped job
-  // did not succeed, and a scheduler must be able to tell.
-  if (outcome.exit_status == 0 && g_forwarded_signal != 0)
-    outcome.exit_status = 128 + g_forwarded_signal;
+  // A job the user stopped ends as a shell reports a program killed by that signal
+  // (SIGINT 130, SIGTERM 143, SIGHUP 129), whatever the launcher made of it: Hydra
+  // exits 0 or 2 (hvdrun's usage-error status), Open MPI 1.
+  if (g_forwarded_signal != 0) outcome.exit_status = 128 + g_forwarded_signal;
   return outcome;
 }
 
