@@ -38,20 +38,35 @@ HVD_API hvd_status_t hvd_init(void) {
 HVD_API hvd_status_t hvd_init_with_process_sets(int nsets, const int* const* ranks,
                                                 const int* nranks) {
   HVD_API_GUARD({
-    if (nsets < 0) return fail(HVD_ERR_INVALID_ARGUMENT, "nsets is %d; it must be >= 0", nsets);
-    if (nsets > 0 && (!ranks || !nranks))
-      return fail(HVD_ERR_INVALID_ARGUMENT, "ranks or nranks is NULL while nsets is %d", nsets);
+    // Invalid sets still go to init, which meets the other ranks and fails on every
+    // one of them: a rank that returned here would leave them waiting in init.
     std::vector<std::vector<int>> sets;
-    for (int i = 0; i < nsets; ++i) {
-      if (nranks[i] <= 0 || !ranks[i])
-        return fail(HVD_ERR_INVALID_ARGUMENT, "process set %d is empty or NULL", i);
-      sets.emplace_back(ranks[i], ranks[i] + nranks[i]);
-      for (int k = 0; k < nranks[i]; ++k)
-        if (ranks[i][k] < 0 || (k > 0 && ranks[i][k] <= ranks[i][k - 1]))
-          return fail(HVD_ERR_INVALID_ARGUMENT,
-                      "process set %d: ranks must be ascending, distinct and >= 0", i);
+    Error invalid = Error::success();
+    if (nsets < 0) {
+      invalid = make_error(HVD_ERR_INVALID_ARGUMENT, "nsets is %d; it must be >= 0", nsets);
+    } else if (nsets > 0 && (!ranks || !nranks)) {
+      invalid = make_error(HVD_ERR_INVALID_ARGUMENT, "ranks or nranks is NULL while nsets is %d",
+                           nsets);
     }
-    return finish(runtime_init(MPI_COMM_NULL, sets));
+    for (int i = 0; invalid.ok() && i < nsets; ++i) {
+      // Ids count from 1: 0 is the global set.
+      if (nranks[i] <= 0 || !ranks[i]) {
+        invalid = make_error(HVD_ERR_INVALID_ARGUMENT,
+                             "process set %d (ranks[%d]) is empty or NULL", i + 1, i);
+        break;
+      }
+      for (int k = 0; k < nranks[i]; ++k)
+        if (ranks[i][k] < 0 || (k > 0 && ranks[i][k] <= ranks[i][k - 1])) {
+          invalid = make_error(HVD_ERR_INVALID_ARGUMENT,
+                               "process set %d (ranks[%d]): ranks must be ascending, distinct and "
+                               ">= 0 (ranks[%d][%d] is %d)",
+                               i + 1, i, i, k, ranks[i][k]);
+          break;
+        }
+      if (invalid.ok()) sets.emplace_back(ranks[i], ranks[i] + nranks[i]);
+    }
+    if (!invalid.ok()) sets.clear();
+    return finish(runtime_init(MPI_COMM_NULL, sets, invalid));
   })
 }
 

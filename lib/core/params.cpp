@@ -398,6 +398,34 @@ const std::vector<ParamInfo>& param_registry() {
   return infos;
 }
 
+bool set_param_text(Params* params, const char* name, const char* text, std::string* why) {
+  for (const ParamDef& def : defs()) {
+    if (std::strcmp(def.info.name, name) != 0) continue;
+    Value value;
+    if (!parse_for(def, text, &value, why)) return false;
+    def.apply(*params, value);
+    return true;
+  }
+  *why = "no such parameter";
+  return false;
+}
+
+const std::vector<const char*>& agreed_param_names() {
+  // HVD_SPECULATIVE_BYTES is agreed too, as the smallest over the ranks (runtime.cpp).
+  // Timing knobs (the burst wait, spins, polls) and what one rank does alone (the
+  // timeline, the stall inspector, logging, pinning, the summary) may differ.
+  static const std::vector<const char*> names = {
+      "HOROVOD_FUSION_THRESHOLD",       "HOROVOD_CYCLE_TIME",
+      "HOROVOD_CACHE_CAPACITY",         "HOROVOD_HIERARCHICAL_ALLREDUCE",
+      "HOROVOD_HIERARCHICAL_ALLGATHER", "HVD_HIERARCHICAL_CROSS_MPI",
+      "HOROVOD_GPU_OPERATIONS",         "HOROVOD_DISABLE_GROUP_FUSION",
+      "HVD_ALLREDUCE_CHUNK_BYTES",      "HVD_INPLACE_MIN_BYTES",
+      "HVD_FUSE_LARGE",                 "HVD_FUSION_PIECE_BYTES",
+      "HVD_CACHE_TOGGLE_ROUNDS",
+  };
+  return names;
+}
+
 bool param_value_text(const Params& params, const char* name, std::string* out) {
   for (const ParamDef& def : defs()) {
     if (std::strcmp(def.info.name, name) == 0) {

@@ -113,6 +113,16 @@ const std::vector<ParamInfo>& param_registry();
 // The value of one knob in params as text; false for an unknown name.
 bool param_value_text(const Params& params, const char* name, std::string* out);
 
+// Sets one knob from text, as if the environment held it: false (and *why) for an
+// unknown name or invalid text. The text param_value_text gives is always valid.
+bool set_param_text(Params* params, const char* name, const char* text, std::string* why);
+
+// The knobs that decide which MPI calls every rank makes, and of what sizes: the fusion
+// plan, pieces and chunks, the algorithms, the negotiation's layout. Ranks that
+// differ here deadlock or reduce mismatched buffers, so init makes every rank use
+// rank 0's values (core/init_agreement.h), as Horovod's coordinator does.
+const std::vector<const char*>& agreed_param_names();
+
 // Parsers, exposed for tests and fuzzing. Each returns false on invalid text.
 bool parse_bool(const char* text, bool* out);
 bool parse_int(const char* text, int64_t* out);

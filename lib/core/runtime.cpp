@@ -13,6 +13,7 @@
 #include "base/spin_lock.h"
 #include "core/background.h"
 #include "core/enqueue.h"
+#include "core/init_agreement.h"
 #include "base/log.h"
 #include "core/step_stats.h"
 #include "timeline/timeline.h"
@@ -192,7 +193,8 @@ std::shared_ptr<Runtime> current_runtime() {
   return g_runtime;
 }
 
-Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_sets) {
+Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_sets,
+                   const Error& static_sets_invalid) {
   if (g_forked_child) {
     Error err = forked_child_error("hvd_init");
     err.status = HVD_ERR_UNSUPPORTED;
@@ -243,6 +245,9 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
     g_atexit_registered = true;
   }
   g_ever_initialized = true;
+  int world_size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  HVD_RETURN_IF_ERROR(check_launcher_agrees(world_size));
   mpi_types_init();
 
   auto rt = std::make_shared<Runtime>();
@@ -261,8 +266,15 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
   MPI_Comm_dup(rt->world, &rt->control);
   MPI_Comm_set_errhandler(rt->control, MPI_ERRORS_RETURN);
   Error err = build_topology(*rt);
-  if (!err.ok()) return err;
-  set_log_rank(rt->rank);
+  if (err.ok()) {
+    set_log_rank(rt->rank);
+    err = adopt_rank0_params(*rt);
+  }
+  if (err.ok()) err = agree_static_sets(*rt, static_sets, static_sets_invalid);
+  if (!err.ok()) {
+    rt->free_comms();
+    return err;
+  }
   if (rt->rank == 0)
     for (const std::string& w : warnings) HVD_LOG(Warning, "%s", w.c_str());
 
@@ -280,14 +292,6 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
               ? "a round's transfers can overlap the caller's pushes"
               : "the background thread shares the caller's CPU (bursts may outlast the cycle time)");
 
-  for (size_t i = 0; i < static_sets.size(); ++i) {
-    if (static_sets[i].back() >= rt->size) {
-      rt->free_comms();
-      return make_error(HVD_ERR_INVALID_ARGUMENT,
-                        "process set %zu names rank %d but there are only %d ranks", i + 1,
-                        static_sets[i].back(), rt->size);
-    }
-  }
   std::vector<int> all(rt->size);
   for (int i = 0; i < rt->size; ++i) all[i] = i;
   auto global = make_process_set(0, all, rt->world, rt->rank, rt->size);

@@ -76,7 +76,11 @@ bool in_forked_child();
 Error forked_child_error(const char* function);
 
 // comm == MPI_COMM_NULL means MPI_COMM_WORLD (initializing MPI if needed).
-Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_sets);
+// static_sets_invalid: what was wrong with this rank's static_sets (or success); init
+// still meets the other ranks, so that it fails on all of them rather than leaving
+// them waiting in its collectives (core/init_agreement.h).
+Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_sets,
+                   const Error& static_sets_invalid = Error::success());
 Error runtime_shutdown();
 
 }  // namespace hvd

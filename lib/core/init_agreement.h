@@ -1,0 +1,32 @@
+// What the ranks settle together at init, before anything depends on it: the knobs
+// that shape every rank's collectives, the static process sets, and that the MPI job
+// is the one the launcher started. Each function is collective over rt.world and
+// returns the same status on every rank, so a disagreement is an error everywhere,
+// never one rank going on into a collective that its peers will not make.
+#pragma once
+
+#include <vector>
+
+#include "base/error.h"
+#include "core/runtime.h"
+
+namespace hvd {
+
+// Every rank takes rank 0's value of each of agreed_param_names() (core/params.h); a
+// rank whose own value differed says which, and what it uses now.
+Error adopt_rank0_params(Runtime& rt);
+
+// sets: this rank's hvd_init_with_process_sets arguments; invalid: what was wrong
+// with them, checked locally (or success). Fails on every rank if any rank's sets
+// were invalid (HVD_ERR_INVALID_ARGUMENT), if the ranks passed different sets
+// (HVD_ERR_MISMATCH, naming them), or if a set is out of range, repeats another or
+// holds every rank (the global set, id 0).
+Error agree_static_sets(Runtime& rt, const std::vector<std::vector<int>>& sets,
+                        const Error& invalid);
+
+// A process that the launcher started as one of N > 1 ranks but whose MPI library
+// sees a job of one: libhvd was built against another MPI than the launcher's, and
+// every rank would run alone, with its own data for every result.
+Error check_launcher_agrees(int world_size);
+
+}  // namespace hvd
