@@ -1,6 +1,7 @@
 // Exported: the collectives, handles and synchronization.
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "api/validate.h"
 #include "base/dtype.h"
@@ -212,6 +213,15 @@ HVD_API hvd_status_t hvd_poll(hvd_handle_t handle, int* done) {
     auto state = handle_table().find(handle);
     if (!state) return fail(unknown_handle("hvd_poll", handle));
     *done = state->done() ? 1 : 0;
+    if (!*done) {
+      // A caller that polls has finished pushing for now (as one that waits has): its
+      // burst ends here, and the thread that completes the operation (the background
+      // thread, a peer rank on this core) gets the CPU that a polling loop would hold.
+      // Without both, a tight poll loop on 2 cores took 1.9 ms per 4-byte allreduce
+      // at 2 ranks against 12 us with hvd_wait.
+      hurry(*state.get());
+      std::this_thread::yield();
+    }
     return HVD_SUCCESS;
   })
 }
