@@ -73,7 +73,12 @@ usage-errors)
   expect_error "slots must be a positive whole number" -- "$hvdrun" -np 1 -H a:two prog
   expect_error "--hostfile $work/none: cannot read it" -- "$hvdrun" -np 1 --hostfile "$work/none" prog
   expect_error "no command to run" -- "$hvdrun" -np 2
-  expect_error "--no-such-option" -- "$hvdrun" -np 2 --no-such-option prog
+  expect_error "unknown option '--no-such-option': hvdrun does not know it" -- \
+    "$hvdrun" -np 2 --no-such-option prog
+  expect_error "-np/--num-proc expects a whole number of ranks, got 'abc'" -- "$hvdrun" -np abc prog
+  expect_error "--min-np: elastic training" -- "$hvdrun" -np 2 --min-np 1 prog
+  expect_error "--config-file: hvdrun does not read Horovod's YAML" -- \
+    "$hvdrun" -np 2 --config-file c.yaml prog
   printf 'a slots=1\nb slots=oops\n' >"$work/hosts"
   expect_error "line 2, host 'b': slots must be a positive whole number" -- \
     "$hvdrun" -np 1 --hostfile "$work/hosts" prog

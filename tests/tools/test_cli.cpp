@@ -199,6 +199,63 @@ void scaling_errors(void**) {
   assert_contains(parse_error({"--scaling", "1,2"}), "no command to run");
 }
 
+void horovodrun_flags_without_effect(void**) {
+  // Every horovodrun flag is accepted; those that mean nothing here say why, once each,
+  // and take their values (which must not start the command).
+  auto o = parse_ok({"-np", "2", "--start-timeout", "60", "--mpi", "--disable-cache",
+                     "--log-without-timestamp", "--mpi-threads-disable", "--num-nccl-streams",
+                     "2", "--gloo-timeout-seconds", "30", "--torus-allreduce",
+                     "--no-torus-allreduce", "--no-autotune", "--stall-check", "prog", "a"});
+  assert_words(o.command, "prog", "a");
+  assert_int_equal(o.notices.size(), 6);
+  std::string all;
+  for (const auto& n : o.notices) all += n + "\n";
+  for (const char* part :
+       {"--start-timeout has no effect", "--disable-cache has no effect", "--cache-capacity 0",
+        "--mpi-threads-disable has no effect", "--num-nccl-streams has no effect",
+        "--gloo-timeout-seconds has no effect: libhvd has no Gloo",
+        "--torus-allreduce has no effect"})
+    assert_contains(all, part);
+  assert_false(o.tuning.autotune);
+  assert_false(o.tuning.cache_capacity.has_value());  // --disable-cache is not the response cache
+
+  // Those with an effect here.
+  o = parse_ok({"-np", "2", "--tcp", "--network-interfaces", "eth0,ib0", "--network-interface",
+                "eth1", "-prefix-timestamp", "prog"});
+  assert_true(o.tcp_only);
+  assert_string_equal(o.network_interface->c_str(), "eth0,ib0,eth1");
+  assert_true(o.timestamp_output);
+  assert_true(o.notices.empty());
+  assert_true(parse_ok({"-np", "2", "--prefix-output-with-timestamp", "prog"}).timestamp_output);
+  assert_true(parse_ok({"-np", "2", "prog"}).rank_prefix);
+  assert_false(parse_ok({"-np", "2", "--no-rank-prefix", "prog"}).rank_prefix);
+}
+
+void horovodrun_flags_refused(void**) {
+  for (const char* elastic : {"--min-np", "--max-np", "--min-num-proc", "--max-num-proc",
+                              "--slots-per-host", "--elastic-timeout", "--reset-limit",
+                              "--host-discovery-script"}) {
+    std::string e = parse_error({"-np", "2", elastic, "4", "prog"});
+    assert_contains(e, std::string(elastic) + ": elastic training");
+    assert_contains(e, "not supported by libhvd");
+  }
+  assert_contains(parse_error({"-np", "2", "--blacklist-cooldown-range", "10", "100", "prog"}),
+                  "--blacklist-cooldown-range: elastic training");
+  assert_contains(parse_error({"-np", "2", "--min-np=1", "prog"}), "--min-np: elastic");
+  assert_contains(parse_error({"-np", "2", "--config-file", "c.yaml", "prog"}),
+                  "--config-file: hvdrun does not read Horovod's YAML");
+  assert_contains(parse_error({"-np", "2", "--gloo", "prog"}), "--gloo: libhvd has no Gloo");
+  // Unknown options say so, instead of CLI11's "argument was not expected".
+  std::string e = parse_error({"-np", "2", "--no-such-flag", "prog"});
+  assert_contains(e, "unknown option '--no-such-flag': hvdrun does not know it");
+  assert_contains(parse_error({"-np", "2", "-q", "prog"}), "unknown option '-q'");
+  assert_contains(parse_error({"-np", "abc", "prog"}),
+                  "-np/--num-proc expects a whole number of ranks, got 'abc'");
+  assert_contains(parse_error({"-np", "1.5", "prog"}), "got '1.5'");
+  assert_contains(parse_error({"-np", "2", "--cycle-time-ms", "fast", "prog"}),
+                  "--cycle-time-ms expects a number, got 'fast'");
+}
+
 void help_is_a_manual(void**) {
   CliOutcome r = parse_command_line({"--help"});
   assert_int_equal(static_cast<int>(r.kind), static_cast<int>(CliOutcome::Kind::Help));
@@ -224,6 +281,8 @@ int main(void) {
       cmocka_unit_test(usage_errors),
       cmocka_unit_test(scaling_options),
       cmocka_unit_test(scaling_errors),
+      cmocka_unit_test(horovodrun_flags_without_effect),
+      cmocka_unit_test(horovodrun_flags_refused),
       cmocka_unit_test(help_is_a_manual),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);

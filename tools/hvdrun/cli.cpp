@@ -105,13 +105,63 @@ class ManFormatter : public CLI::Formatter {
 // horovodrun's single-dash long options, which CLI11 cannot declare.
 std::string normalize_alias(const std::string& tok) {
   static const std::pair<const char*, const char*> aliases[] = {
-      {"-np", "--num-proc"}, {"-cb", "--check-build"}, {"-hostfile", "--hostfile"}};
+      {"-np", "--num-proc"}, {"-cb", "--check-build"}, {"-hostfile", "--hostfile"},
+      {"-prefix-timestamp", "--prefix-output-with-timestamp"},
+      {"--prefix-timestamp", "--prefix-output-with-timestamp"}};
   for (const auto& [from, to] : aliases) {
     std::string f = from;
     if (tok == f) return to;
     if (tok.rfind(f + "=", 0) == 0) return std::string(to) + tok.substr(f.size());
   }
   return tok;
+}
+
+// horovodrun flags hvdrun refuses, with what to do instead: the job would not be
+// the one asked for.
+std::optional<std::string> refused_flag(const std::string& name) {
+  static const char* const elastic[] = {
+      "--min-np",       "--min-num-proc",  "--max-np",      "--max-num-proc",
+      "--slots-per-host", "--elastic-timeout", "--reset-limit", "--blacklist-cooldown-range",
+      "--host-discovery-script"};
+  for (const char* e : elastic)
+    if (name == e)
+      return name + ": elastic training (ranks joining and leaving a running job) is not "
+                    "supported by libhvd; run a fixed number of ranks with -np and -H or "
+                    "--hostfile, and restart the job from its last checkpoint if a host fails";
+  if (name == "--gloo")
+    return std::string("--gloo: libhvd has no Gloo controller; hvdrun always runs the job "
+                       "on MPI, so leave --gloo out");
+  if (name == "--jsrun")
+    return std::string("--jsrun: hvdrun starts jobs with MPICH, Open MPI or Intel MPI, not "
+                       "IBM's jsrun; leave --jsrun out");
+  if (name == "--config-file")
+    return std::string("--config-file: hvdrun does not read Horovod's YAML parameter files; "
+                       "give each parameter as its flag (fusion_threshold_mb: 32 is "
+                       "--fusion-threshold-mb 32)");
+  return std::nullopt;
+}
+
+// The option a word names, if hvdrun knows it: "--name[=value]", or a short option
+// with its value attached ("-xFOO", "-p22").
+bool known_option(const CLI::App& app, const std::string& tok) {
+  const std::string name = tok.substr(0, tok.find('='));
+  if (app.get_option_no_throw(name)) return true;
+  if (name == "-h" || name == "--help") return true;
+  return tok.rfind("--", 0) != 0 && tok.size() > 2 && app.get_option_no_throw(tok.substr(0, 2));
+}
+
+// "-np abc": the number of ranks, a whole number (a negative one is refused later,
+// with the message of -np 0).
+std::optional<int64_t> parse_whole_number(const std::string& text) {
+  const bool negative = !text.empty() && text[0] == '-';
+  const std::string digits = negative ? text.substr(1) : text;
+  if (digits.empty() || digits.size() > 18) return std::nullopt;
+  int64_t n = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  return negative ? -n : n;
 }
 
 bool valid_env_name(const std::string& name) {
@@ -138,14 +188,14 @@ struct ScalingArgs {
 };
 
 std::unique_ptr<CLI::App> make_app(LaunchOptions& o, std::vector<std::string>& env_args,
-                                   ScalingArgs& sc) {
+                                   ScalingArgs& sc, std::optional<std::string>& num_proc_text) {
   auto app = std::make_unique<CLI::App>(kDescription, "hvdrun");
   app->formatter(std::make_shared<ManFormatter>());
   app->footer(kFooter);
   TuningOptions& t = o.tuning;
 
   const std::string procs = "Processes and hosts";
-  add_optional(*app, "--num-proc", o.num_proc,
+  add_optional(*app, "--num-proc", num_proc_text,
                "Number of processes (ranks) to start. Defaults to the total slots of "
                "-H or --hostfile",
                "N");
@@ -259,11 +309,23 @@ std::unique_ptr<CLI::App> make_app(LaunchOptions& o, std::vector<std::string>& e
                "--map-by slot; MPICH and Intel MPI: none, the MPI's own default)",
                "\"ARGS\"");
   app->get_option("--binding-args")->group(mpi);
-  add_optional(*app, "--network-interface", o.network_interface,
-               "Network interfaces for MPI and NCCL, e.g. eth0 or eth0,ib0 "
-               "(sets NCCL_SOCKET_IFNAME)",
-               "IF[,IF...]");
-  app->get_option("--network-interface")->group(mpi);
+  app->add_option_function<std::vector<std::string>>(
+         "--network-interfaces,--network-interface",
+         [&o](const std::vector<std::string>& values) {
+           for (const auto& v : values)
+             o.network_interface = o.network_interface ? *o.network_interface + "," + v : v;
+         },
+         "Network interfaces for MPI and NCCL, e.g. eth0 or eth0,ib0; repeatable (MPICH and "
+         "Intel MPI: -iface with the first, Open MPI: btl_tcp_if_include; all in "
+         "NCCL_SOCKET_IFNAME)")
+      ->type_name("IF[,IF...]")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->group(mpi);
+  app->add_flag("--tcp", o.tcp_only,
+                "Keep NCCL off InfiniBand (NCCL_IB_DISABLE=1), as horovodrun --tcp does; MPI "
+                "uses the transports it was built with (--mpi-args to choose)")
+      ->group(mpi);
+  app->add_flag_callback("--mpi", [] {}, "Run on MPI: what hvdrun always does")->group(mpi);
   add_optional(*app, "-p,--ssh-port", o.ssh_port, "SSH port on the remote hosts", "PORT");
   app->get_option("--ssh-port")->group(mpi);
   add_optional(*app, "-i,--ssh-identity-file", o.ssh_identity_file,
@@ -277,6 +339,16 @@ std::unique_ptr<CLI::App> make_app(LaunchOptions& o, std::vector<std::string>& e
                "own layout under DIR). DIR is created",
                "DIR");
   app->get_option("--output-filename")->group(out);
+  app->add_flag_callback(
+         "--prefix-output-with-timestamp", [&o] { o.timestamp_output = true; },
+         "Put the time before each line of the ranks' output (Open MPI: --timestamp-output; "
+         "Hydra has no such option: a note says so)")
+      ->group(out);
+  app->add_flag_callback(
+         "--no-rank-prefix", [&o] { o.rank_prefix = false; },
+         "Relay the ranks' output as written, without the rank before each line that "
+         "horovodrun shows (not a horovodrun flag)")
+      ->group(out);
   app->add_flag("--verbose", o.verbose, "Print the MPI command line before running it")
       ->group(out);
   app->add_flag("--dry-run", o.dry_run, "Print the MPI command line and exit without running")
@@ -316,6 +388,53 @@ std::unique_ptr<CLI::App> make_app(LaunchOptions& o, std::vector<std::string>& e
                            "--time-value", "--json", "--plot"})
     app->get_option(name)->group(scale);
 
+  // horovodrun's flags that mean nothing for libhvd on MPI: accepted, so that a
+  // Horovod command line runs unchanged, each with a note saying why it does nothing.
+  const std::string compat = "horovodrun flags without effect here (a note says why)";
+  auto note_flag = [&](const std::string& name, const std::string& why) {
+    app->add_flag_callback(name, [&o, name, why] { o.notices.push_back(name + " has no effect: " + why); },
+                           why)
+        ->group(compat);
+  };
+  auto note_option = [&](const std::string& name, const std::string& type, const std::string& why) {
+    app->add_option_function<std::string>(
+           name, [&o, name, why](const std::string&) { o.notices.push_back(name + " has no effect: " + why); },
+           why)
+        ->type_name(type)
+        ->group(compat);
+  };
+  note_option("--start-timeout", "S",
+              "horovodrun's limit on its own checks and task services before the ranks start; "
+              "hvdrun runs none, the MPI launcher starts the ranks");
+  note_flag("--disable-cache",
+            "horovodrun caches its host checks for 60 minutes; hvdrun keeps no cache (it "
+            "checks the hosts at every run). libhvd's response cache: --cache-capacity 0");
+  note_option("--gloo-timeout-seconds", "S", "libhvd has no Gloo; it always runs on MPI");
+  note_option("--num-nccl-streams", "N",
+              "libhvd runs its NCCL operations on one stream per device");
+  note_flag("--mpi-threads-disable",
+            "libhvd calls MPI from its background thread and needs MPI_THREAD_SERIALIZED or "
+            "higher (it asks for MPI_THREAD_MULTIPLE)");
+  app->add_flag_callback("--no-mpi-threads-disable", [] {}, "The default")->group(compat);
+  note_flag("--torus-allreduce",
+            "libhvd has no 2D torus allreduce; --hierarchical-allreduce reduces within each "
+            "node first");
+  app->add_flag_callback("--no-torus-allreduce", [] {}, "The default")->group(compat);
+  note_flag("--log-with-timestamp", "libhvd's log lines carry no timestamp");
+  note_flag("--no-log-hide-timestamp", "libhvd's log lines carry no timestamp");
+  app->add_flag_callback("--log-without-timestamp", [] {},
+                         "libhvd's log lines carry no timestamp: nothing to hide")
+      ->group(compat);
+  app->add_flag_callback("--log-hide-timestamp", [] {},
+                         "libhvd's log lines carry no timestamp: nothing to hide")
+      ->group(compat);
+  tuning(app->add_flag_callback("--no-autotune", [&t] { t.autotune = false; },
+                                "The default: no autotuning"));
+  tuning(app->add_flag_callback("--no-timeline-mark-cycles", [&t] { t.timeline_mark_cycles = false; },
+                                "The default"));
+  tuning(app->add_flag_callback("--stall-check", [&t] { t.no_stall_check = false; },
+                                "The default: the stall inspector is on"));
+
   const std::string info = "Information";
   app->add_flag("--check-build", o.check_build,
                 "Print which of MPI, CUDA, NCCL and hwloc libhvd was built with, as horovodrun --check-build does")
@@ -328,18 +447,24 @@ std::unique_ptr<CLI::App> make_app(LaunchOptions& o, std::vector<std::string>& e
 // Splits args into hvdrun's own options (rewritten so that CLI11 sees every value
 // attached to its option) and the command, which starts at the first word that is
 // neither an option nor an option's value.
-void split_arguments(const CLI::App& app, const std::vector<std::string>& args,
-                     std::vector<std::string>& own, std::vector<std::string>& command) {
+// Returns an error for a refused or unknown option (empty if none).
+std::string split_arguments(const CLI::App& app, const std::vector<std::string>& args,
+                            std::vector<std::string>& own, std::vector<std::string>& command) {
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--") {
       command.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
-      return;
+      return {};
     }
     if (args[i].size() < 2 || args[i][0] != '-') {
       command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
-      return;
+      return {};
     }
     std::string tok = normalize_alias(args[i]);
+    if (auto refused = refused_flag(tok.substr(0, tok.find('=')))) return *refused;
+    if (!known_option(app, tok))
+      return "unknown option '" + args[i] + "': hvdrun does not know it (it takes horovodrun's "
+             "options and a few of its own; the command starts at the first word that is not "
+             "an option, or after --)";
     const CLI::Option* opt = nullptr;
     if (tok.find('=') == std::string::npos) opt = app.get_option_no_throw(tok);
     if (!opt || opt->get_expected_min() == 0 || i + 1 >= args.size()) {
@@ -357,6 +482,7 @@ void split_arguments(const CLI::App& app, const std::vector<std::string>& args,
       own.push_back(value);
     }
   }
+  return {};
 }
 
 CliOutcome error(std::string message) {
@@ -453,15 +579,17 @@ CliOutcome parse_command_line(const std::vector<std::string>& args) {
   CliOutcome outcome;
   std::vector<std::string> env_args;
   ScalingArgs scaling;
+  std::optional<std::string> num_proc_text;
   std::unique_ptr<CLI::App> app;
   try {
-    app = make_app(outcome.options, env_args, scaling);
+    app = make_app(outcome.options, env_args, scaling, num_proc_text);
   } catch (const std::exception& e) {
     return error(std::string("internal error building the option table: ") + e.what());
   }
 
   std::vector<std::string> own;
-  split_arguments(*app, args, own, outcome.options.command);
+  const std::string refused = split_arguments(*app, args, own, outcome.options.command);
+  if (!refused.empty()) return error(refused);
   // CLI11 takes the arguments last-first.
   std::vector<std::string> reversed(own.rbegin(), own.rend());
   try {
@@ -470,6 +598,14 @@ CliOutcome parse_command_line(const std::vector<std::string>& args) {
     outcome.kind = CliOutcome::Kind::Help;
     outcome.text = help_text();
     return outcome;
+  } catch (const CLI::ConversionError& e) {
+    // CLI11: "Could not convert: --cycle-time-ms = fast"
+    const std::string what = e.what();
+    const size_t colon = what.find(": "), eq = what.find(" = ");
+    if (colon != std::string::npos && eq != std::string::npos && eq > colon)
+      return error(what.substr(colon + 2, eq - colon - 2) + " expects a number, got '" +
+                   what.substr(eq + 3) + "'");
+    return error(what);
   } catch (const CLI::ParseError& e) {
     return error(e.what());
   } catch (const std::exception& e) {
@@ -477,6 +613,11 @@ CliOutcome parse_command_line(const std::vector<std::string>& args) {
   }
 
   LaunchOptions& o = outcome.options;
+  if (num_proc_text) {
+    o.num_proc = parse_whole_number(*num_proc_text);
+    if (!o.num_proc)
+      return error("-np/--num-proc expects a whole number of ranks, got '" + *num_proc_text + "'");
+  }
   for (const auto& arg : env_args) {
     size_t eq = arg.find('=');
     EnvForward f{arg.substr(0, eq), std::nullopt};
@@ -514,7 +655,8 @@ std::string help_text() {
   LaunchOptions unused;
   std::vector<std::string> env_args;
   ScalingArgs scaling;
-  auto app = make_app(unused, env_args, scaling);
+  std::optional<std::string> num_proc_text;
+  auto app = make_app(unused, env_args, scaling, num_proc_text);
   return app->help();
 }
 

@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   }
   if (cli.kind == CliOutcome::Kind::Error) return usage_error(cli.text);
   const LaunchOptions& options = cli.options;
+  for (const auto& note : options.notices) std::cerr << "hvdrun: note: " << note << "\n";
 
   if (options.version || options.check_build) {
     if (options.version) std::cout << version_report();

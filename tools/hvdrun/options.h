@@ -63,6 +63,12 @@ struct LaunchOptions {
   std::optional<int> ssh_port;                // -p
   std::optional<std::string> ssh_identity_file;  // -i
   std::optional<std::string> output_filename; // --output-filename DIR
+  bool tcp_only = false;                      // --tcp: NCCL_IB_DISABLE=1
+  bool timestamp_output = false;              // --prefix-output-with-timestamp
+  bool rank_prefix = true;                    // --no-rank-prefix turns it off
+  // horovodrun flags accepted without effect here, each with the reason: printed
+  // once as "hvdrun: note: ..." before the job starts.
+  std::vector<std::string> notices;
   bool verbose = false;
   bool dry_run = false;
   bool check_build = false;

@@ -102,6 +102,10 @@ Result<LaunchPlan> make_plan(const LaunchOptions& o, const PlanContext& ctx) {
     set_env(plan.rank_env, "NCCL_SOCKET_IFNAME", joined);
   }
 
+  // horovodrun --tcp: NCCL stays off InfiniBand (what horovodrun sets for every MPI but
+  // IBM's Spectrum MPI, whose TCP flags do not apply here).
+  if (o.tcp_only) set_env(plan.rank_env, "NCCL_IB_DISABLE", "1");
+
   // -x comes last so that an explicit value wins over a tuning flag's.
   for (const auto& e : o.env) {
     if (e.value) {
@@ -144,6 +148,13 @@ Result<LaunchPlan> make_plan(const LaunchOptions& o, const PlanContext& ctx) {
   plan.ssh_port = o.ssh_port;
   plan.ssh_identity_file = o.ssh_identity_file;
   plan.output_dir = o.output_filename;
+  if (o.timestamp_output) {
+    if (ctx.flavor == MpiFlavor::OpenMpi)
+      plan.timestamp_output = true;
+    else
+      plan.warnings.push_back("--prefix-output-with-timestamp: Hydra (MPICH, Intel MPI) cannot "
+                              "put the time on the ranks' lines; they are printed without it");
+  }
   if (plan.output_dir && ctx.flavor != MpiFlavor::OpenMpi &&
       plan.output_dir->find('%') != std::string::npos)
     return R::failure("--output-filename " + *plan.output_dir +

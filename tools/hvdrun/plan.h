@@ -29,6 +29,7 @@ struct LaunchPlan {
   std::optional<int> ssh_port;
   std::optional<std::string> ssh_identity_file;
   std::optional<std::string> output_dir;
+  bool timestamp_output = false;          // Open MPI: --timestamp-output
   bool running_as_root = false;
   std::vector<std::string> command;
   std::vector<std::string> warnings;      // printed, not fatal
