@@ -12,6 +12,11 @@ trap 'rm -rf "$work"' EXIT
 
 die() { echo "FAIL ($case_name): $*" >&2; exit 1; }
 
+# What hvdrun puts in front of the command on the launcher's command line: the rank
+# monitor, this hvdrun by its full path. --dry-run and --verbose print it too.
+self=$(readlink -f "$hvdrun")
+monitor="$self --rank-monitor --"
+
 # expect_output EXPECTED_STATUS EXPECTED_STDOUT -- command...: exact stdout and status.
 expect_output() {
   want_status=$1 want_out=$2
@@ -37,9 +42,9 @@ expect_error() {
 case "$case_name" in
 dry-run-mpich)
   export HVDRUN_MPIEXEC="$fakes/fake_mpich"
-  expect_output 0 "$fakes/fake_mpich -n 2 -hosts localhost:2 python train.py --lr 0.1" -- \
+  expect_output 0 "$fakes/fake_mpich -n 2 -hosts localhost:2 $monitor python train.py --lr 0.1" -- \
     "$hvdrun" --dry-run -np 2 -H localhost:2 python train.py --lr 0.1
-  expect_output 0 "$fakes/fake_mpich -n 4 -hosts nodeA:2,nodeB:2 -genv HOROVOD_FUSION_THRESHOLD 33554432 -genv HOROVOD_CYCLE_TIME 0.5 -genv HOROVOD_HIERARCHICAL_ALLREDUCE 1 -genv FOO 'a b' -launcher fork ./train 'it'\\''s here'" -- \
+  expect_output 0 "$fakes/fake_mpich -n 4 -hosts nodeA:2,nodeB:2 -genv HOROVOD_FUSION_THRESHOLD 33554432 -genv HOROVOD_CYCLE_TIME 0.5 -genv HOROVOD_HIERARCHICAL_ALLREDUCE 1 -genv FOO 'a b' -launcher fork $monitor ./train 'it'\\''s here'" -- \
     "$hvdrun" --dry-run -np 4 -H nodeA:2,nodeB:2 --fusion-threshold-mb 32 --cycle-time-ms 0.5 \
     --hierarchical-allreduce -x "FOO=a b" --mpi-args "-launcher fork" ./train "it's here"
   ;;
@@ -48,13 +53,13 @@ dry-run-openmpi)
   root=""
   [ "$(id -u)" = 0 ] && root=" --allow-run-as-root"
   # A known environment: PATH, and one libhvd knob that remote ranks must see too.
-  expect_output 0 "$fakes/fake_openmpi$root -np 4 -H h1:2,h2:2 --bind-to none --map-by slot -x HOROVOD_CACHE_CAPACITY=0 -x PATH -x HVD_LIBRARY python train.py" -- \
+  expect_output 0 "$fakes/fake_openmpi$root -np 4 -H h1:2,h2:2 --bind-to none --map-by slot -x HOROVOD_CACHE_CAPACITY=0 -x PATH -x HVD_LIBRARY $monitor python train.py" -- \
     env -i PATH="$PATH" HVDRUN_MPIEXEC="$HVDRUN_MPIEXEC" HVD_LIBRARY=/opt/libhvd.so.0 \
     "$hvdrun" --dry-run -np 4 -H h1:2,h2:2 --cache-capacity 0 python train.py
   ;;
 dry-run-intel)
   export HVDRUN_MPIEXEC="$fakes/fake_intel"
-  expect_output 0 "$fakes/fake_intel -n 4 -hosts h1,h2 -ppn 2 -genv HOROVOD_TIMELINE /tmp/t.json python train.py" -- \
+  expect_output 0 "$fakes/fake_intel -n 4 -hosts h1,h2 -ppn 2 -genv HOROVOD_TIMELINE /tmp/t.json $monitor python train.py" -- \
     "$hvdrun" --dry-run -np 4 -H h1:2,h2:2 --timeline-filename /tmp/t.json python train.py
   ;;
 unknown-mpi)
@@ -97,9 +102,11 @@ help)
 arguments-intact)
   # No shell between hvdrun and the launcher: every word arrives as it was given.
   # Each rank runs under hvdrun's own rank monitor (the same binary, by its full path).
-  HVDRUN_MPIEXEC="$fakes/fake_mpich" "$hvdrun" -np 1 ./prog "a b" "it's \"quoted\"" ";" '$HOME' '*' "" \
-    >"$work/out" || die "hvdrun failed"
-  self=$(readlink -f "$hvdrun")
+  HVDRUN_MPIEXEC="$fakes/fake_mpich" "$hvdrun" --verbose -np 1 ./prog "a b" "it's \"quoted\"" ";" '$HOME' '*' "" \
+    >"$work/out" 2>"$work/err" || die "hvdrun failed"
+  # --verbose prints the command that runs, rank monitor included.
+  grep -qxF "hvdrun: MPICH: $fakes/fake_mpich -n 1 $monitor ./prog 'a b' 'it'\\''s \"quoted\"' ';' '\$HOME' '*' ''" \
+    "$work/err" || die "--verbose printed: $(cat "$work/err")"
   printf '%s\n' "--- launcher arguments" -n 1 "$self" --rank-monitor -- ./prog "a b" "it's \"quoted\"" \
     ";" '$HOME' '*' "" "--- end" >"$work/want"
   cmp -s "$work/out" "$work/want" || die "launcher got: $(cat "$work/out")"
@@ -203,11 +210,11 @@ scaling-dry-run)
     die "status $?: $(cat "$work/err")"
   dir=$(sed -n 's|.*HVD_SUMMARY_FILE \(.*\)/summary-1.json.*|\1|p' "$work/out")
   [ -n "$dir" ] || die "no summary file: $(cat "$work/out")"
-  sed "s|$dir|DIR|" "$work/out" >"$work/got"
+  sed -e "s|$dir|DIR|" -e "s|$monitor|MON|" "$work/out" >"$work/got"
   printf '%s\n' \
-    "$fakes/fake_mpich -n 1 -hosts a:1 -genv HVD_SUMMARY_FILE DIR/summary-1.json -genv HVD_STEP_STATS_STEPS 5 prog --arg" \
-    "$fakes/fake_mpich -n 2 -hosts a:1,b:1 -genv HVD_SUMMARY_FILE DIR/summary-2.json -genv HVD_STEP_STATS_STEPS 5 prog --arg" \
-    "$fakes/fake_mpich -n 3 -hosts a:1,b:2 -genv HVD_SUMMARY_FILE DIR/summary-3.json -genv HVD_STEP_STATS_STEPS 5 prog --arg" \
+    "$fakes/fake_mpich -n 1 -hosts a:1 -genv HVD_SUMMARY_FILE DIR/summary-1.json -genv HVD_STEP_STATS_STEPS 5 MON prog --arg" \
+    "$fakes/fake_mpich -n 2 -hosts a:1,b:1 -genv HVD_SUMMARY_FILE DIR/summary-2.json -genv HVD_STEP_STATS_STEPS 5 MON prog --arg" \
+    "$fakes/fake_mpich -n 3 -hosts a:1,b:2 -genv HVD_SUMMARY_FILE DIR/summary-3.json -genv HVD_STEP_STATS_STEPS 5 MON prog --arg" \
     >"$work/want"
   cmp -s "$work/got" "$work/want" || die "got:
 $(cat "$work/got")
@@ -215,7 +222,7 @@ expected:
 $(cat "$work/want")"
   [ ! -e "$dir" ] || die "$dir was not removed"
   "$hvdrun" --dry-run --scaling 1,2 prog >"$work/out" 2>"$work/err" || die "status $?: $(cat "$work/err")"
-  grep -q -- "-n 2 -hosts localhost:2 -genv HVD_SUMMARY_FILE .*/summary-2.json prog$" "$work/out" ||
+  grep -q -- "-n 2 -hosts localhost:2 -genv HVD_SUMMARY_FILE .*/summary-2.json $monitor prog$" "$work/out" ||
     die "without hosts: $(cat "$work/out")"
   ;;
 scaling-failed-run)

@@ -43,7 +43,16 @@ Result<PreparedJob> prepare_job(const LaunchOptions& options, const PlanContext&
 
 int run_prepared_job(const PreparedJob& job, const LaunchOptions& options) {
   const LaunchPlan& plan = job.plan;
-  std::string rendered = render_command(job.command);
+  // Each rank runs under the monitor, so that hvdrun learns which rank failed first
+  // (and ends a job whose other ranks would wait in MPI_Init for ever). Not with
+  // --output-filename: the markers would land in the files, not here.
+  LaunchCommand launched = job.command;
+  const std::string self = own_path();
+  const bool watch_ranks = !plan.output_dir && !self.empty();
+  if (watch_ranks) monitor_each_rank(&launched, plan.command.size(), self);
+
+  // The command as it is run, rank monitor included.
+  std::string rendered = render_command(launched);
   if (options.dry_run) {
     std::cout << rendered << "\n";
     return 0;
@@ -61,14 +70,6 @@ int run_prepared_job(const PreparedJob& job, const LaunchOptions& options) {
 
   Status resolvable = check_hosts_resolve(plan.hosts, plan.mpi_args);
   if (!resolvable) return usage_error(resolvable.error());
-
-  // Each rank runs under the monitor, so that hvdrun learns which rank failed first
-  // (and ends a job whose other ranks would wait in MPI_Init for ever). Not with
-  // --output-filename: the markers would land in the files, not here.
-  LaunchCommand launched = job.command;
-  const std::string self = own_path();
-  const bool watch_ranks = !plan.output_dir && !self.empty();
-  if (watch_ranks) monitor_each_rank(&launched, plan.command.size(), self);
 
   std::cout.flush();
   std::cerr.flush();
