@@ -198,7 +198,9 @@ HVD_API hvd_status_t hvd_init_with_process_sets(int nsets, const int* const* ran
  * others' operations fail with HVD_ERR_SHUT_DOWN rather than hang. Frees libhvd's own
  * MPI objects. Where the application initialized MPI, call it before MPI_Finalize:
  * an MPI_Finalize that finds libhvd running shuts it down with a warning, but MPICH
- * may still abort at exit then. */
+ * may still abort at exit then. In the child of a fork() taken after init:
+ * HVD_ERR_NOT_INITIALIZED, saying why (the runtime is the parent's, not the child's
+ * to stop). */
 HVD_API hvd_status_t hvd_shutdown(void);
 
 /* 1 if initialized, else 0. 0 in the child of a fork() taken after init: the child
@@ -208,7 +210,10 @@ HVD_API hvd_status_t hvd_shutdown(void);
 HVD_API int hvd_is_initialized(void);
 
 /* Rank and size in the global set; local = ranks on this node; cross = ranks with
- * this rank's local rank, one per node. All return -1 before init. */
+ * this rank's local rank, one per node. All return -1 before init. In the child of a
+ * fork() taken after init (a DataLoader worker) these, hvd_is_homogeneous and
+ * hvd_gpu_device return the parent's values, as Horovod does, though the child
+ * cannot use the collectives (see hvd_is_initialized). */
 HVD_API int hvd_rank(void);
 HVD_API int hvd_size(void);
 HVD_API int hvd_local_rank(void);

@@ -16,7 +16,10 @@ using namespace hvd;
 
 namespace {
 
+// In a forked child the parent's values, as Horovod's copied state gives them: a
+// DataLoader worker seeds itself with hvd.rank(), though it cannot communicate.
 int query(int Runtime::*field) {
+  if (const Runtime* parent = forked_parent_runtime()) return parent->*field;
   auto rt = current_runtime();
   return rt ? (*rt).*field : -1;
 }
@@ -106,6 +109,7 @@ HVD_API int hvd_cross_size(void) { return query(&Runtime::cross_size); }
 HVD_API int hvd_gpu_device(void) { return query(&Runtime::gpu_device); }
 
 HVD_API int hvd_is_homogeneous(void) {
+  if (const Runtime* parent = forked_parent_runtime()) return parent->homogeneous ? 1 : 0;
   auto rt = current_runtime();
   return rt ? (rt->homogeneous ? 1 : 0) : -1;
 }

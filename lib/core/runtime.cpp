@@ -43,6 +43,7 @@ thread_local bool t_on_background_thread = false;
 bool g_ever_initialized = false;  // libhvd initialized MPI or a runtime in this process
 bool g_forked_child = false;
 pid_t g_parent_pid = 0;
+const Runtime* g_parent_runtime = nullptr;  // in a forked child: the parent's, read-only
 
 void forget_runtime_in_child() {
   if (!g_ever_initialized) return;
@@ -50,6 +51,7 @@ void forget_runtime_in_child() {
   g_parent_pid = getppid();
   // Leaked on purpose: destroying it would join the parent's thread and free the
   // parent's communicators. No lock: other threads did not come along.
+  g_parent_runtime = g_runtime.get();
   if (g_runtime) new std::shared_ptr<Runtime>(std::move(g_runtime));
   process_timeline().abandon_after_fork();
 }
@@ -186,6 +188,8 @@ Error forked_child_error(const char* function) {
 }
 
 bool in_forked_child() { return g_forked_child; }
+
+const Runtime* forked_parent_runtime() { return g_forked_child ? g_parent_runtime : nullptr; }
 
 std::shared_ptr<Runtime> current_runtime() {
   if (g_forked_child) return nullptr;

@@ -72,6 +72,10 @@ struct Runtime {
 // child of a fork() taken after init (see runtime.cpp).
 std::shared_ptr<Runtime> current_runtime();
 bool in_forked_child();
+// In the child of a fork() taken after init: the parent's runtime as it was at the
+// fork, for its topology alone (rank, sizes: plain values the fork copied); nullptr
+// elsewhere. Nothing in it may be used to communicate.
+const Runtime* forked_parent_runtime();
 // HVD_ERR_NOT_INITIALIZED for function in such a child, saying why and what to do.
 Error forked_child_error(const char* function);
 

@@ -20,7 +20,7 @@
 
 enum { kChildSeconds = 30, kInFlight = 8, kCount = 1 << 16 };
 
-static int g_rank = -1;
+static int g_rank = -1, g_size = -1;
 static pid_t g_parent_pid;
 
 #ifdef __SANITIZE_ADDRESS__
@@ -45,8 +45,12 @@ int __lsan_is_turned_off(void) { return getpid() != g_parent_pid; }
 /* The child's checks; it then exits normally, through exit() and the atexit handlers. */
 static void child(void) {
   CHECK(!hvd_is_initialized(), "hvd_is_initialized() is true in the forked child");
-  CHECK(hvd_rank() == -1 && hvd_size() == -1, "rank/size are %d/%d in the child", hvd_rank(),
-        hvd_size());
+  /* The parent's topology, as Horovod's copied state gives it (a DataLoader worker
+     seeds itself with its rank). */
+  CHECK(hvd_rank() == g_rank && hvd_size() == g_size && hvd_local_rank() >= 0 &&
+            hvd_cross_size() >= 1 && hvd_is_homogeneous() >= 0,
+        "rank/size are %d/%d in the child of rank %d of %d", hvd_rank(), hvd_size(), g_rank,
+        g_size);
   float x = 1;
   hvd_status_t st = hvd_allreduce(&x, &x, 1, HVD_FLOAT32, HVD_OP_SUM, "in.child");
   CHECK(st == HVD_ERR_NOT_INITIALIZED, "allreduce in the child returned %d", st);
@@ -95,6 +99,7 @@ int main(void) {
   g_parent_pid = getpid();
   CHECK(hvd_init() == HVD_SUCCESS, "hvd_init: %s", hvd_last_error());
   g_rank = hvd_rank();
+  g_size = hvd_size();
   allreduce_checked("before.fork");
 
   /* 1: the background thread idle. */
