@@ -123,8 +123,10 @@ Response agree(const std::string& key, const std::string& name,
                       }});
     fields.push_back({"prescale factor", [](const TensorSpec& s) { return double_text(s.prescale); }});
     fields.push_back({"postscale factor", [](const TensorSpec& s) { return double_text(s.postscale); }});
-    fields.push_back({"group size", [](const TensorSpec& s) { return std::to_string(s.group_size); }});
   }
+  // Every grouped operation: a rank whose group is larger waits on its extra members
+  // otherwise, while its peers' smaller groups complete (Controller::fail_group_members).
+  fields.push_back({"group size", [](const TensorSpec& s) { return std::to_string(s.group_size); }});
   if (op == OpType::Broadcast)
     fields.push_back({"root rank", [](const TensorSpec& s) { return std::to_string(s.root); }});
   if (counted) {

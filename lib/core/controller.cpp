@@ -335,6 +335,7 @@ Error Controller::apply_messages(const std::vector<uint8_t>& data, const std::ve
       if (try_complete(key, a, *set)) table_.erase(it);
     }
   }
+  fail_group_members();
   if (table_order_.size() > 2 * table_.size() + 64) {
     std::erase_if(table_order_, [&](const std::string& k) { return !table_.count(k); });
   }
@@ -354,6 +355,13 @@ bool Controller::try_complete(const std::string& key, Announcement& a, const Pro
     ranks.push_back(set.ranks[i]);
   }
   Response response = agree(key, a.name, specs, ranks, set.size());
+  if (!response.error.ok()) {
+    int32_t members = 0;
+    for (const TensorSpec& spec : specs) members = std::max(members, spec.group_size);
+    const size_t dot = a.name.rfind('.');
+    if (members > 0 && dot != std::string::npos)
+      failed_groups_.push_back({a.name.substr(0, dot), a.process_set, members, response.error});
+  }
   if (joined_missing > 0 && response.error.ok() && response.spec.op != OpType::Allreduce) {
     std::string who;
     for (int i = 0; i < set.size(); ++i)
@@ -375,6 +383,33 @@ bool Controller::try_complete(const std::string& key, Announcement& a, const Pro
   else
     add_response(std::move(response));
   return true;
+}
+
+// Every rank pushes a group's members at once, so by the end of the round in which a
+// member's agreement failed, each rank that will ever announce the group's other
+// members has done so: they fail here with the member's error, on every rank alike.
+void Controller::fail_group_members() {
+  for (const FailedGroup& group : failed_groups_) {
+    for (int32_t index = 0; index < group.members; ++index) {
+      const std::string name = group.prefix + "." + std::to_string(index);
+      auto it = table_.find(TensorQueue::key_of(group.process_set, name));
+      if (it == table_.end()) continue;
+      const Announcement& a = it->second;
+      Response response;
+      response.key = it->first;
+      response.name = name;
+      for (size_t r = 0; r < a.have.size(); ++r)
+        if (a.have[r]) {
+          response.spec = a.specs[r];
+          break;
+        }
+      response.error = make_error(group.error.status, "tensor '%s' fails with its group: %s",
+                                  name.c_str(), group.error.message.c_str());
+      table_.erase(it);
+      add_ready(std::move(response));
+    }
+  }
+  failed_groups_.clear();
 }
 
 void Controller::record_join(int world_rank, const std::string& key, const std::string& name) {

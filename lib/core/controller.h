@@ -200,6 +200,17 @@ class Controller {
   std::vector<std::string> unannounced_;   // keys, in enqueue order
   std::vector<int> invalid_slots_;
   std::unordered_map<std::string, Announcement> table_;
+  // Groups (grouped allreduce, allgather, reducescatter) whose member failed to agree
+  // this round: their other members fail too at the round's end (fail_group_members),
+  // or a rank that submitted more members than its peers would wait on them for ever.
+  struct FailedGroup {
+    std::string prefix;  // the members' names are "<prefix>.<index>"
+    int32_t process_set = 0;
+    int32_t members = 0;  // the largest group size any rank gave
+    Error error;
+  };
+  std::vector<FailedGroup> failed_groups_;
+  void fail_group_members();
   std::vector<std::string> table_order_;   // keys in first-seen order, for the inspector
   std::vector<WireEntry> decisions_;       // coordinator's timeouts to send
   std::vector<Response> ready_;  // [0, ready_count_) ready; the rest stale, for reuse

@@ -369,6 +369,33 @@ static void refused_calls_keep_automatic_names_in_step(void** state) {
   runtime_still_works();
 }
 
+/* Ranks that pass groups of different sizes: the mismatch reaches every member on
+ * every rank, the members only some ranks passed included (they waited for ever). */
+static void groups_of_different_sizes(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  if (size == 1) skip();
+  float v[3][4] = {{1, 1, 1, 1}, {2, 2, 2, 2}, {3, 3, 3, 3}};
+  const void* sends[3] = {v[0], v[1], v[2]};
+  void* recvs[3] = {v[0], v[1], v[2]};
+  const int64_t counts[3] = {4, 4, 4};
+  const int n = rank == size - 1 ? 3 : 1 + rank % 2;  /* the last rank passes the most */
+  assert_hvd_status(hvd_grouped_allreduce(n, sends, recvs, counts, HVD_FLOAT32, HVD_OP_SUM,
+                                          "grp.sizes", NULL),
+                    HVD_ERR_MISMATCH);
+  assert_last_error_mentions("grp.sizes", "group");
+  const int64_t shape[1] = {4};
+  const int64_t* shapes[3] = {shape, shape, shape};
+  const int ndims[3] = {1, 1, 1};
+  void* outs[3] = {NULL, NULL, NULL};
+  int64_t dim0s[3] = {0, 0, 0};
+  assert_hvd_status(hvd_grouped_allgather(n, sends, ndims, shapes, HVD_FLOAT32, outs, dim0s, NULL,
+                                          "grp.gather.sizes", NULL),
+                    HVD_ERR_MISMATCH);
+  for (int i = 0; i < 3; ++i) hvd_free(outs[i]);
+  runtime_still_works();
+}
+
 static void status_strings(void** state) {
   (void)state;
   for (int s = HVD_SUCCESS; s <= HVD_ERR_INTERNAL; ++s) {
@@ -392,6 +419,7 @@ int main(void) {
       cmocka_unit_test(refused_calls_keep_automatic_names_in_step),
       cmocka_unit_test(mismatched_bool_average), cmocka_unit_test(mismatched_adasum),
       cmocka_unit_test(agreed_impossible_reductions), cmocka_unit_test(scalar_rows),
+      cmocka_unit_test(groups_of_different_sizes),
   };
   return cmocka_run_group_tests_name("errors", tests, tu_group_init, tu_group_shutdown);
 }
