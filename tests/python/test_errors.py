@@ -130,6 +130,8 @@ def test_init_on_a_list_of_ranks_without_mpi4py(monkeypatch):
     with pytest.raises(ImportError) as info:
         hvd.init(comm=[0, 1])
     assert "mpi4py" in str(info.value) and "add_process_set" in str(info.value)
+    # What to install, where /usr/bin/python3 has no mpi4py.
+    assert "--system-site-packages" in str(info.value) and "pip install mpi4py" in str(info.value)
 
 
 def test_shape_mismatch_with_equal_counts_on_every_rank():

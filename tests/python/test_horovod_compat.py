@@ -112,9 +112,28 @@ def test_parts_not_provided_say_so_at_import():
                 assert 'stand-in' in str(e) and name in str(e), e
             else:
                 raise AssertionError(name)
+        # hvd.elastic.run in a Horovod script: the same words, as an AttributeError
+        # (so hasattr() is False, as for any missing attribute).
+        import horovod.torch as hvd
+        for module, attribute in ((hvd, 'elastic'), (horovod, 'tensorflow'),
+                                  (horovod, 'spark')):
+            try:
+                getattr(module, attribute)
+            except AttributeError as e:
+                assert 'stand-in' in str(e) and attribute in str(e), e
+            else:
+                raise AssertionError(attribute)
+            assert not hasattr(module, attribute)
+        try:
+            hvd.no_such_thing
+        except AttributeError as e:
+            assert str(e) == "module 'horovod.torch' has no attribute 'no_such_thing'", e
+        from horovod import torch as submodule
+        assert submodule is hvd
         print('ok')
         """)
-    assert run_python(code) == "ok"
+    pytest.importorskip("torch")
+    assert run_python(code, HVD_HOROVOD_COMPAT="force") == "ok"
 
 
 def test_size_one_optimizer_registers_no_hooks():

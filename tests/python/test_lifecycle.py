@@ -10,6 +10,13 @@ def test_before_init_raises_not_initialized():
     assert not hvd.is_initialized()
     with pytest.raises(hvd.NotInitializedError):
         hvd.rank()
+    # Horovod's rank(), size()... raise ValueError before init, its collectives a
+    # RuntimeError (HorovodInternalError): handlers for either catch it.
+    for query in (hvd.rank, hvd.size, hvd.local_rank, hvd.local_size, hvd.cross_rank,
+                  hvd.cross_size, hvd.global_process_set.rank):
+        with pytest.raises(ValueError) as info:
+            query()
+        assert isinstance(info.value, RuntimeError), query
     with pytest.raises(hvd.NotInitializedError) as info:
         hvd.allreduce(np.ones(2), name="early")
     assert info.value.status == 1 and "hvd.init()" in str(info.value)

@@ -50,6 +50,11 @@ else:
     __libhvd_version__ = _hvd.version_string()
     backend = "libhvd"
 
+    def __getattr__(name):
+        # horovod.tensorflow, horovod.spark...: say why they are missing.
+        from ._unavailable import missing_attribute
+        raise missing_attribute(__name__, name)
+
     def run(*args, **kwargs):
         """horovod.run(func, args=(), kwargs=None, np=1, ...): see horovod.runner.run."""
         from .runner import run as _run

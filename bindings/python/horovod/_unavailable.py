@@ -16,16 +16,30 @@ _MISSING = {
 }
 
 
+def _message(fullname, top):
+    return (f"{fullname} is not available in libhvd's horovod stand-in ({_MISSING[top]}); "
+            "it provides horovod.torch, horovod.common and horovod.run. Install Horovod "
+            "itself for the rest: it takes precedence over the stand-in.")
+
+
 class _UnavailableFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
         top = next((m for m in _MISSING if fullname == m or fullname.startswith(m + ".")),
                    None)
         if top is None:
             return None
-        raise ImportError(
-            f"{fullname} is not available in libhvd's horovod stand-in ({_MISSING[top]}); "
-            "it provides horovod.torch, horovod.common and horovod.run. Install Horovod "
-            "itself for the rest: it takes precedence over the stand-in.", name=fullname)
+        raise ImportError(_message(fullname, top), name=fullname)
+
+
+def missing_attribute(package, attribute):
+    """For a package's module __getattr__: the AttributeError for `attribute`, with
+    the ImportError's words where it names a missing part (hvd.elastic.run in a
+    Horovod script), so hasattr() stays False and the message says why."""
+    fullname = f"{package}.{attribute}"
+    if fullname in _MISSING:
+        return AttributeError(_message(fullname, fullname), name=attribute)
+    return AttributeError(f"module {package!r} has no attribute {attribute!r}",
+                          name=attribute)
 
 
 def install():

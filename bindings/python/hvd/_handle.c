@@ -357,7 +357,24 @@ PyObject* handle_synchronize(PyObject* handle) {
   if (Py_TYPE(handle) == &HandleType) return handle_wait((Handle*)handle, NULL);
   static PyObject* wait;
   if (!wait && !(wait = PyUnicode_InternFromString("wait"))) return NULL;
-  return PyObject_CallMethodNoArgs(handle, wait);
+  PyObject* method = PyObject_GetAttr(handle, wait); /* a SparseHandle, a group's... */
+  if (!method) {
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
+    PyErr_Clear();
+    /* The words of hvd.errors.not_a_handle, which the Python synchronize raises. */
+    const int is_int = PyLong_Check(handle) && !PyBool_Check(handle);
+    PyErr_Format(is_int ? PyExc_ValueError : PyExc_TypeError,
+                 "synchronize(handle): expected the handle an *_async call returned (an "
+                 "hvd.Handle), got %s %R%s",
+                 Py_TYPE(handle)->tp_name, handle,
+                 is_int ? ": libhvd's handles are objects, not Horovod's integers; pass the "
+                          "object the *_async call returned"
+                        : "");
+    return NULL;
+  }
+  PyObject* result = PyObject_CallNoArgs(method);
+  Py_DECREF(method);
+  return result;
 }
 
 static PyObject* handle_poll(Handle* self, PyObject* unused) {

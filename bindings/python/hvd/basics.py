@@ -44,15 +44,37 @@ class ProcessSet:
                              "or pass it to hvd.init(process_sets=[...]) first")
         return self.process_set_id
 
+    def _lookup_error(self):
+        """Horovod's ValueError for a set libhvd does not know (or before init)."""
+        if lib.hvd_is_initialized() != 1:
+            return error_for(1, "ProcessSet", "hvd.init() has not been called (or "
+                             "hvd.shutdown() was): call hvd.init() first")
+        return ValueError(f"process set {self.process_set_id} does not exist or has "
+                          "been removed")
+
     def size(self):
-        """Number of ranks in the set; None when not initialized or unknown."""
-        n = lib.hvd_process_set_size(self._id())
-        return None if n < 0 else n
+        """Number of ranks in the set; None when it is not registered (as Horovod).
+        Raises ValueError for a set libhvd does not know, or before init."""
+        if self.process_set_id is None:
+            return None
+        n = lib.hvd_process_set_size(self.process_set_id)
+        if n < 0:
+            raise self._lookup_error()
+        return n
 
     def rank(self):
-        """This process's rank within the set; None when not a member."""
-        r = lib.hvd_process_set_rank(self._id())
-        return None if r < 0 else r
+        """This process's rank within the set; None when it is not registered (as
+        Horovod). Raises ValueError, as Horovod, when this process is not a member, for
+        a set libhvd does not know, and before init."""
+        if self.process_set_id is None:
+            return None
+        r = lib.hvd_process_set_rank(self.process_set_id)
+        if r >= 0:
+            return r
+        if lib.hvd_process_set_included(self.process_set_id) == 0:
+            raise ValueError(f"this process (rank {lib.hvd_rank()}) is not part of process "
+                             f"set {self.process_set_id} (ranks {self.ranks})")
+        raise self._lookup_error()
 
     def included(self):
         """True if this process is a member of the set."""
@@ -134,9 +156,12 @@ def _init_on_world_ranks(ranks):
     except ImportError as exc:
         raise ImportError(
             "hvd.init(comm=[ranks]) builds the communicator of those ranks with mpi4py, which "
-            f"is not importable ({exc}); install mpi4py (built for the same MPI as libhvd), "
-            "or call hvd.init() on all ranks and use hvd.add_process_set(ranks) "
-            "instead") from exc
+            f"this interpreter cannot import ({exc}). Install it, built against the same MPI "
+            "as libhvd, in a virtual environment that still sees the system's torch and "
+            "numpy: `python3 -m venv --system-site-packages VENV && VENV/bin/pip install "
+            "mpi4py` (needs the MPI compiler wrapper mpicc, from the MPI's development "
+            "package), then run the script with VENV/bin/python. Or call hvd.init() on "
+            "every rank and use hvd.add_process_set(ranks).", name="mpi4py") from exc
     world = MPI.COMM_WORLD
     member = world.Get_rank() in ranks
     sub = world.Split(0 if member else MPI.UNDEFINED, world.Get_rank())

@@ -16,6 +16,7 @@ import numpy as np
 from . import _capi, _raw, dtypes
 from .basics import Average, process_set_id, reduce_op
 from ._capi import lib
+from .errors import not_a_handle
 
 __all__ = [
     "allreduce", "allreduce_", "allreduce_async", "allreduce_async_",
@@ -337,10 +338,18 @@ def grouped_reducescatter(arrays, op=Average, name=None, process_set=None, presc
 
 def poll(handle):
     """True when the operation behind `handle` has completed."""
-    return handle.poll()
+    try:
+        method = handle.poll
+    except AttributeError:
+        raise not_a_handle(handle, "poll") from None
+    return method()
 
 
 def synchronize(handle):
     """Waits for `handle` and returns the operation's result."""
-    return handle.wait()
+    try:
+        method = handle.wait
+    except AttributeError:
+        raise not_a_handle(handle, "synchronize") from None
+    return method()
 

@@ -5,6 +5,8 @@ or a bfloat16 array from ml_dtypes) with dtype=hvd.bfloat16 given to the operati
 """
 import numpy as np
 
+from .errors import DtypeError
+
 UINT8, INT8, UINT16, INT16, INT32, INT64, FLOAT16, BFLOAT16, FLOAT32, FLOAT64, BOOL = range(11)
 
 NAMES = {
@@ -48,7 +50,8 @@ bfloat16 = bfloat16_marker()
 
 def from_numpy(dtype, override=None):
     """The hvd_dtype_t for a numpy dtype, or for the override (an hvd dtype code,
-    a name such as "bfloat16", or hvd.bfloat16). Raises TypeError for others."""
+    a name such as "bfloat16", or hvd.bfloat16). Raises hvd.errors.DtypeError (a TypeError
+    and a ValueError) for others."""
     dtype = np.dtype(dtype)
     if override is not None:
         code = _override_code(override)
@@ -62,7 +65,7 @@ def from_numpy(dtype, override=None):
     try:
         return _FROM_NUMPY[dtype]
     except KeyError:
-        raise TypeError(
+        raise DtypeError(
             f"libhvd has no element type for numpy {dtype}; supported: "
             + ", ".join(NAMES.values())) from None
 

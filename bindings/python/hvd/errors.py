@@ -4,8 +4,10 @@ Each non-success hvd_status_t maps to one HvdError subclass carrying the status 
 the library's fixed sentence for it and the thread's hvd_last_error() detail. Every
 HvdError is a RuntimeError (what Horovod raises for failed collectives); some also
 derive from the builtin Horovod raises in that case, so that handlers written for
-Horovod catch them: ValueError for bad arguments and for a name already in flight,
-NotImplementedError, MemoryError, TimeoutError.
+Horovod catch them: ValueError for bad arguments, for a name already in flight and for
+a call before init() (Horovod's rank(), size()... raise ValueError then, its collectives
+a RuntimeError: NotInitializedError is both), NotImplementedError, MemoryError,
+TimeoutError.
 
 The library's messages speak C (hvd_allreduce_async, HVD_OP_AVERAGE); python_words()
 rewrites them into the names a Python caller uses.
@@ -36,7 +38,7 @@ class HvdError(RuntimeError):
         super().__init__(prefix + text)
 
 
-class NotInitializedError(HvdError):
+class NotInitializedError(HvdError, ValueError):
     pass
 
 
@@ -82,6 +84,24 @@ class NoMemoryError(HvdError, MemoryError):
 
 class InternalError(HvdError):
     pass
+
+
+class DtypeError(TypeError, ValueError):
+    """An element type libhvd has no type for (complex, ...): raised before anything
+    is enqueued. Horovod raises ValueError for it, hence both."""
+
+
+def not_a_handle(handle, function):
+    """The error for poll()/synchronize() given something that is not a handle:
+    ValueError for an int (Horovod's handles are ints; libhvd's *_async calls return
+    objects), TypeError for the rest."""
+    what = type(handle).__name__
+    text = (f"{function}(handle): expected the handle an *_async call returned (an "
+            f"hvd.Handle), got {what} {handle!r}")
+    if isinstance(handle, int) and not isinstance(handle, bool):
+        return ValueError(text + ": libhvd's handles are objects, not Horovod's integers; "
+                          "pass the object the *_async call returned")
+    return TypeError(text)
 
 
 # C words -> Python words, applied in order.
