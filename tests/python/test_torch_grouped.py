@@ -1,6 +1,7 @@
 """hvd.torch grouped_allgather and grouped_reducescatter on CPU tensors (Horovod's
 signatures): results against values computed for every rank, and against the
-ungrouped calls; async forms, compression, and group errors."""
+ungrouped calls; async forms, compression, groups of several dtypes (one libhvd
+operation per dtype, as Horovod takes them), and group errors."""
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -119,12 +120,65 @@ def test_compression_and_non_contiguous_members():
         assert torch.allclose(out, scatter_block(total, me, n), rtol=1e-3)
 
 
+def mixed(r, factor=1):
+    """A group of three dtypes, float32 twice (not adjacent), as Horovod takes it."""
+    return [torch.full((2,), float(r + 1) * factor), torch.full((3,), r + 1.5,
+                                                                  dtype=torch.float64),
+            torch.full((1,), r + 1, dtype=torch.int32), torch.full((2, 2), float(r) * factor)]
+
+
+@pytest.mark.parametrize("named", [True, False], ids=["named", "unnamed"])
+def test_grouped_allreduce_of_several_dtypes(named):
+    n, me = hvd.size(), hvd.rank()
+    every = [mixed(r) for r in range(n)]
+    sums = [sum(ins[i] for ins in every) for i in range(4)]
+    name = (lambda s: f"t.mix.{s}") if named else (lambda s: None)
+    outs = hvd.grouped_allreduce(mixed(me), op=hvd.Sum, name=name("ar"))
+    for out, want in zip(outs, sums):
+        assert out.dtype == want.dtype and torch.equal(out, want)
+    ins = mixed(me)
+    assert hvd.grouped_allreduce_(ins, op=hvd.Max, name=name("ari")) is not None
+    for got, i in zip(ins, range(4)):
+        assert torch.equal(got, every[-1][i])
+    ins = mixed(me)
+    h = hvd.grouped_allreduce_async_(ins, op=hvd.Sum, name=name("arai"))
+    outs = hvd.synchronize(h)
+    assert hvd.poll(h) and all(o is t for o, t in zip(outs, ins))
+    assert all(torch.equal(o, w) for o, w in zip(outs, sums))
+    outs = hvd.synchronize(hvd.grouped_allreduce_async(mixed(me), name=name("ara")))
+    assert outs[0].tolist() == pytest.approx((sums[0] / n).tolist())
+    assert outs[1].tolist() == pytest.approx((sums[1] / n).tolist())
+    # Differentiable, member by member.
+    xs = [t.requires_grad_() for t in mixed(me)[:2]]
+    ys = hvd.grouped_allreduce(xs, op=hvd.Sum, name=name("ar.grad"))
+    (ys[0].sum() + ys[1].sum()).backward()
+    assert xs[0].grad.tolist() == [float(n)] * 2 and xs[1].grad.tolist() == [float(n)] * 3
+
+
+def test_grouped_allgather_and_reducescatter_of_several_dtypes():
+    n, me = hvd.size(), hvd.rank()
+    every = [mixed(r) for r in range(n)]
+    outs = hvd.grouped_allgather(mixed(me), name="t.mix.ag")
+    for i, out in enumerate(outs):
+        assert torch.equal(out, torch.cat([ins[i] for ins in every]))
+    members = lambda r: [torch.full((n, 2), float(r)),  # noqa: E731
+                         torch.full((2 * n,), r, dtype=torch.int64)]
+    outs = hvd.synchronize(hvd.grouped_reducescatter_async(members(me), op=hvd.Sum,
+                                                           name="t.mix.rs"))
+    total = sum(range(n))
+    assert outs[0].dtype == torch.float32 and outs[0].tolist() == [[float(total)] * 2]
+    assert outs[1].dtype == torch.int64 and outs[1].tolist() == [total] * 2
+
+
 def test_group_errors_are_clear():
-    with pytest.raises(TypeError, match="one dtype"):
-        hvd.grouped_allgather([torch.ones(2), torch.ones(2, dtype=torch.int32)], name="t.e.mix")
-    with pytest.raises(TypeError, match="one dtype"):
-        hvd.grouped_reducescatter_async([torch.ones(2), torch.ones(2, dtype=torch.float64)],
-                                        name="t.e.mix.rs")
+    # A member of no libhvd type, or a scalar to scatter, is refused before anything
+    # of the group is enqueued (the next call pairs up on every rank).
+    with pytest.raises(ValueError, match="complex64"):
+        hvd.grouped_allreduce([torch.ones(2), torch.ones(2, dtype=torch.complex64)],
+                              name="t.e.complex")
+    with pytest.raises(ValueError, match="at least one dimension"):
+        hvd.grouped_reducescatter([torch.ones(2), torch.tensor(1, dtype=torch.int32)],
+                                  name="t.e.mix.scalar")
     for call in (hvd.grouped_allgather, hvd.grouped_allgather_async,
                  hvd.grouped_reducescatter, hvd.grouped_reducescatter_async):
         with pytest.raises(ValueError, match="empty"):

@@ -1,5 +1,6 @@
 """Behaviour that code written for Horovod relies on, through hvd.torch: the exception
-classes its handlers catch, nccl_built()'s version code, sparse allreduce, alltoall
+classes its handlers catch (also for dtypes libhvd lacks, handles that are not handles
+and ProcessSet.rank() outside the set), nccl_built()'s version code, sparse allreduce, alltoall
 argument checks, SyncBatchNorm over the global batch, process sets added twice."""
 import pytest
 
@@ -137,3 +138,57 @@ def test_same_ranks_added_twice_is_a_value_error_on_every_rank():
     assert hvd.remove_process_set(again)
     assert not hvd.remove_process_set(again)  # not registered any more: False, as Horovod
     assert not hvd.remove_process_set(hvd.global_process_set)
+
+
+def test_unsupported_dtype_is_a_value_error():
+    """Horovod raises ValueError for a complex tensor; libhvd's DtypeError is also the
+    TypeError it raised before. Nothing is enqueued: the next call pairs up."""
+    for call in (lambda t: hvd_torch.allreduce(t, name="complex.ar"),
+                 lambda t: hvd_torch.allreduce_(t, name="complex.ari"),
+                 lambda t: hvd_torch.allgather(t, name="complex.ag"),
+                 lambda t: hvd_torch.broadcast(t, 0, name="complex.bc")):
+        with pytest.raises(ValueError, match="complex64") as info:
+            call(torch.ones(2, dtype=torch.complex64))
+        assert isinstance(info.value, TypeError)
+    go("complex")
+
+
+@pytest.mark.parametrize("function", ["synchronize", "poll"])
+def test_a_handle_that_is_not_one_is_named(function):
+    """Horovod's handles are ints (poll() of an unknown one raises ValueError); libhvd's
+    are objects: an int or anything else without wait()/poll() says what was passed."""
+    call = getattr(hvd_torch, function)
+    with pytest.raises(ValueError, match=r"expected the handle an \*_async call returned.*"
+                                         r"got int 12345"):
+        call(12345)
+    with pytest.raises(TypeError, match="got str 'abc'"):
+        call("abc")
+    h = hvd_torch.allreduce_async(torch.ones(1), name=f"handle.after.{function}")
+    assert hvd_torch.synchronize(h).tolist() == [1.0]
+    assert hvd.synchronize(h).tolist() == [1.0]  # the numpy module's, the same check
+    with pytest.raises(ValueError):
+        getattr(hvd, function)(12345)
+
+
+def test_process_set_rank_outside_the_set_is_a_value_error():
+    """As Horovod's ProcessSet.rank(): ValueError on a rank outside the set, None for a
+    set that is not registered."""
+    if hvd.size() < 2:
+        pytest.skip("needs 2 ranks")
+    ps = hvd.add_process_set([0])
+    try:
+        assert ps.size() == 1
+        if hvd.rank() == 0:
+            assert ps.rank() == 0
+        else:
+            with pytest.raises(ValueError, match="not part of process set"):
+                ps.rank()
+    finally:
+        hvd.remove_process_set(ps)
+    unregistered = hvd.ProcessSet([0])
+    assert unregistered.rank() is None and unregistered.size() is None
+    unknown = hvd.ProcessSet([0])
+    unknown.process_set_id = 77  # an id libhvd never gave
+    for query in (unknown.rank, unknown.size):
+        with pytest.raises(ValueError, match="does not exist"):
+            query()

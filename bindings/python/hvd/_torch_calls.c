@@ -5,9 +5,9 @@
  * An optimizer, or a training script's own loop, calls allreduce_async_ once per
  * gradient. Through a Python function that called a C one, a gradient paid two
  * frames, the keyword handling and seven torch attribute reads; here the common case
- * (a dense, contiguous host tensor of a type libhvd has, the global set or a process
- * set id, an op code, float scales) is read and enqueued in this one call, with five
- * attribute reads (the element count is the shape's product, and a sparse tensor has
+ * (a dense, contiguous host tensor of a type libhvd has, without the negative bit, the
+ * global set or a process set id, an op code, float scales) is read and enqueued in
+ * this one call, with six attribute reads (the element count is the shape's product, and a sparse tensor has
  * no data pointer). Every other call goes, unchanged, to the Python function
  * (hvd/torch/async_ops.py), which checks it and says what is wrong; so does every
  * call while hvd._raw.fast is not this module (the tests swap it for ctypes).
@@ -71,9 +71,13 @@ struct host_tensor {
  * has; 0 for anything else, with no exception left set (the general path then takes
  * the call, and says what is wrong where something is). -1: out of memory and such. */
 static int read_host_tensor(PyObject* tensor, struct host_tensor* t) {
-  static PyObject *is_cpu, *is_contiguous, *dtype_name, *data_ptr, *shape_name;
+  static PyObject *is_cpu, *is_contiguous, *is_neg, *dtype_name, *data_ptr, *shape_name;
+  /* A tensor with the negative bit (x.conj().imag, x._neg_view()) holds the negated
+   * values in memory: the general path reduces a resolved copy. (The conjugate bit
+   * is on complex tensors alone, which have no libhvd type.) */
   if (tensor_flag(tensor, &is_cpu, "is_cpu", 0) != 1 ||
-      tensor_flag(tensor, &is_contiguous, "is_contiguous", 1) != 1)
+      tensor_flag(tensor, &is_contiguous, "is_contiguous", 1) != 1 ||
+      tensor_flag(tensor, &is_neg, "is_neg", 1) != 0)
     goto another_case;
   PyObject* dtype = tensor_attribute(tensor, &dtype_name, "dtype", 0);
   PyObject* code = dtype ? PyDict_GetItemWithError(dtype_codes, dtype) : NULL; /* borrowed */

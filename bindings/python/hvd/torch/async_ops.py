@@ -5,13 +5,19 @@ these.
 CPU tensors are reduced in their own memory. CUDA tensors pass their device ordinal and
 the current CUDA stream of that device, so libhvd orders its work after whatever
 produced the tensor. Non-contiguous tensors are copied to a contiguous buffer first
-(and copied back for in-place calls).
+(and copied back for in-place calls); so are tensors with torch's negative or
+conjugate bit (`x.conj().imag`, `x._neg_view()`), whose memory holds the negated
+values: libhvd reads and writes memory, so they are resolved first.
+
+A group (grouped_*) of several dtypes is sent as one grouped operation per dtype,
+enqueued together, under one handle (_GroupHandle).
 """
 import torch
 
 from .. import _capi, _raw
 from .._capi import lib
 from ..basics import Average, ProcessSet, Sum, process_set_id, reduce_op
+from ..errors import DtypeError, not_a_handle
 from .compression import Compression
 
 _DTYPES = {
@@ -24,8 +30,23 @@ def _dtype_code(tensor):
     try:
         return _DTYPES[tensor.dtype]
     except KeyError:
-        raise TypeError(f"libhvd has no element type for {tensor.dtype}; supported: "
-                        + ", ".join(str(d) for d in _DTYPES)) from None
+        raise DtypeError(f"libhvd has no element type for {tensor.dtype}; supported: "
+                         + ", ".join(str(d) for d in _DTYPES)) from None
+
+
+def _is_view_bit(tensor):
+    """True when the tensor's memory is not its value: torch's negative bit (the
+    imaginary part of a conjugate view, _neg_view()) or conjugate bit."""
+    return tensor.is_neg() or tensor.is_conj()
+
+
+def _plain(tensor):
+    """The detached tensor as contiguous memory that holds its values (a copy where
+    it has the negative or conjugate bit, or is not contiguous)."""
+    src = tensor.detach()
+    if _is_view_bit(src):
+        src = src.resolve_neg().resolve_conj()
+    return src.contiguous()
 
 
 def _check_tensor(tensor, function):
@@ -80,10 +101,13 @@ def _rows(owner, dtype, device, dim0, row_shape):
 
 
 def _contiguous_inplace(tensor):
-    """A contiguous buffer for an in-place op and the callable that completes it."""
-    if tensor.is_contiguous():
+    """A contiguous buffer holding the tensor's values for an in-place op, and the
+    callable that completes it (copying the result back where the buffer is a copy:
+    copy_ into a tensor with the negative bit stores the negated values, so it then
+    reads as the result)."""
+    if tensor.is_contiguous() and not _is_view_bit(tensor):
         return tensor, lambda: tensor
-    buf = tensor.contiguous()
+    buf = _plain(tensor)
 
     def copy_back():
         tensor.copy_(buf)
@@ -123,7 +147,7 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
     """Starts an allreduce into a new tensor; synchronize(handle) returns it."""
     _check_tensor(tensor, "allreduce_async")
     op = _resolve_op(average, op, "allreduce_async")
-    src = tensor.detach().contiguous()
+    src = _plain(tensor)
     out = torch.empty_like(src, memory_format=torch.contiguous_format)
     opts = _options(src, process_set, prescale_factor, postscale_factor)
     return _raw.allreduce(src.data_ptr(), out.data_ptr(), src.numel(), _dtype_code(src), op,
@@ -146,47 +170,106 @@ def _group_list(tensors, function):
     return list(tensors)
 
 
-def _group_code(tensors, function):
+def _group_parts(tensors, function):
+    """Checks a group and splits it by dtype: [(dtype code, member indices)], in the
+    order each dtype first appears (the same on every rank that passes the same list)."""
     if not tensors:
         raise ValueError(f"{function}: the group is empty")
     for t in tensors:
         _check_tensor(t, function)
-    codes = {_dtype_code(t) for t in tensors}
-    if len(codes) != 1:
-        raise TypeError(f"{function}: all tensors of a group must have one dtype, got "
-                        + ", ".join(sorted({str(t.dtype) for t in tensors})))
+    parts = {}
+    for i, t in enumerate(tensors):
+        parts.setdefault(_dtype_code(t), []).append(i)
     # One hvd_op_options_t (one device and stream) describes every member.
     devices = {t.device for t in tensors}
     if len(devices) != 1:
         raise ValueError(f"{function}: all tensors of a group must be on one device, got "
                          + ", ".join(sorted(str(d) for d in devices)))
-    return codes.pop()
+    return list(parts.items())
+
+
+class _GroupHandle:
+    """The handle of a group of several dtypes. libhvd's grouped calls take one dtype,
+    so such a group is one grouped operation per dtype, enqueued one after the other
+    (negotiated in the same cycle when they arrive in time) under derived names
+    ("<name>.<dtype>"); wait() waits for every one and returns the results in the
+    order of the members."""
+
+    __slots__ = ("_handles", "_parts", "_count")
+
+    def __init__(self, handles, parts, count):
+        self._handles, self._parts, self._count = handles, parts, count
+
+    def poll(self):
+        return all(h.poll() for h in self._handles)
+
+    def wait(self):
+        results, error = [], None
+        for h in self._handles:  # every one, also after a failure: none is left in flight
+            try:
+                results.append(h.wait())
+            except BaseException as exc:  # noqa: B902 - re-raised below
+                error = error or exc
+        if error is not None:
+            raise error
+        out = [None] * self._count
+        for (_, members), result in zip(self._parts, results):
+            for i, r in zip(members, result):
+                out[i] = r
+        return out
+
+
+_DTYPE_NAMES = {code: str(dtype).replace("torch.", "") for dtype, code in _DTYPES.items()}
+
+
+def _start_group(tensors, name, function, start, check=None):
+    """start(members, dtype code, name) enqueues one single-dtype group and returns
+    its handle; a group of several dtypes gets one per dtype under one _GroupHandle.
+    check(member) raises for an invalid member before anything is enqueued."""
+    tensors = list(tensors)
+    parts = _group_parts(tensors, function)
+    for t in tensors if check else ():
+        check(t)
+    if len(parts) == 1:
+        return start(tensors, parts[0][0], name)
+    handles = [start([tensors[i] for i in members], code,
+                     None if name is None else f"{name}.{_DTYPE_NAMES[code]}")
+               for code, members in parts]
+    return _GroupHandle(handles, parts, len(tensors))
 
 
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                              postscale_factor=1.0, process_set=None):
-    tensors = list(tensors)
-    code = _group_code(tensors, "grouped_allreduce_async_")
+    """Starts an in-place allreduce of a list of tensors (of one or several dtypes);
+    synchronize(handle) returns the list."""
     op = _resolve_op(average, op, "grouped_allreduce_async_")
-    bufs, finishers = zip(*[_contiguous_inplace(t) for t in tensors])
-    opts = _options(bufs[0], process_set, prescale_factor, postscale_factor)
-    ptrs = [b.data_ptr() for b in bufs]
-    return _raw.grouped_allreduce(ptrs, ptrs, [b.numel() for b in bufs], code, op, name, opts,
-                                  (tensors, bufs), lambda: [f() for f in finishers],
-                                  shapes=[b.shape for b in bufs])
+
+    def start(members, code, part_name):
+        bufs, finishers = zip(*[_contiguous_inplace(t) for t in members])
+        opts = _options(bufs[0], process_set, prescale_factor, postscale_factor)
+        ptrs = [b.data_ptr() for b in bufs]
+        return _raw.grouped_allreduce(ptrs, ptrs, [b.numel() for b in bufs], code, op,
+                                      part_name, opts, (members, bufs),
+                                      lambda: [f() for f in finishers],
+                                      shapes=[b.shape for b in bufs])
+    return _start_group(tensors, name, "grouped_allreduce_async_", start)
 
 
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                             postscale_factor=1.0, process_set=None):
-    tensors = list(tensors)
-    code = _group_code(tensors, "grouped_allreduce_async")
+    """Starts an allreduce of a list of tensors (of one or several dtypes) into new
+    tensors; synchronize(handle) returns their list."""
     op = _resolve_op(average, op, "grouped_allreduce_async")
-    srcs = [t.detach().contiguous() for t in tensors]
-    outs = [torch.empty_like(s, memory_format=torch.contiguous_format) for s in srcs]
-    opts = _options(srcs[0], process_set, prescale_factor, postscale_factor)
-    return _raw.grouped_allreduce([s.data_ptr() for s in srcs], [o.data_ptr() for o in outs],
-                                  [s.numel() for s in srcs], code, op, name, opts, (srcs, outs),
-                                  lambda: outs, shapes=[s.shape for s in srcs])
+
+    def start(members, code, part_name):
+        srcs = [_plain(t) for t in members]
+        outs = [torch.empty_like(s, memory_format=torch.contiguous_format) for s in srcs]
+        opts = _options(srcs[0], process_set, prescale_factor, postscale_factor)
+        return _raw.grouped_allreduce([s.data_ptr() for s in srcs],
+                                      [o.data_ptr() for o in outs], [s.numel() for s in srcs],
+                                      code, op, part_name, opts, (srcs, outs), lambda: outs,
+                                      shapes=[s.shape for s in srcs])
+    return _start_group(tensors, name, "grouped_allreduce_async", start)
 
 
 def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
@@ -207,6 +290,7 @@ def broadcast_async_(tensor, root_rank, name=None, process_set=None):
 
 def broadcast_async(tensor, root_rank, name=None, process_set=None):
     _check_tensor(tensor, "broadcast_async")
+    # clone() resolves the negative and conjugate bits.
     copy = tensor.detach().clone(memory_format=torch.contiguous_format)
     return broadcast_async_(copy, root_rank, name, process_set)
 
@@ -224,7 +308,7 @@ def _set_size(process_set):
 
 def allgather_async(tensor, name=None, process_set=None):
     _check_tensor(tensor, "allgather_async")
-    src = tensor.detach().contiguous()
+    src = _plain(tensor)
     if src.dim() == 0:
         src = src.reshape(1)
     opts = _options(src, process_set)
@@ -235,20 +319,23 @@ def allgather_async(tensor, name=None, process_set=None):
 
 
 def grouped_allgather_async(tensors, name=None, process_set=None):
-    """synchronize(handle) returns the list of gathered tensors."""
+    """synchronize(handle) returns the list of gathered tensors (the members may have
+    several dtypes)."""
     tensors = _group_list(tensors, "grouped_allgather_async")
-    code = _group_code(tensors, "grouped_allgather_async")
-    srcs = [t.detach().contiguous() for t in tensors]
-    srcs = [s.reshape(1) if s.dim() == 0 else s for s in srcs]
-    opts = _options(srcs[0], process_set)
-    layouts = [(s.dtype, s.device, s.shape[1:]) for s in srcs]
 
-    def result(owners, dim0s, _):
-        return [_rows(owner, dtype, device, dim0, row_shape)
-                for owner, dim0, (dtype, device, row_shape) in zip(owners, dim0s, layouts)]
-    return _raw.grouped_allgather([s.data_ptr() for s in srcs], [list(s.shape) for s in srcs],
-                                  code, name, opts, _output_factory, _set_size(process_set),
-                                  srcs, result)
+    def start(members, code, part_name):
+        srcs = [_plain(t) for t in members]
+        srcs = [s.reshape(1) if s.dim() == 0 else s for s in srcs]
+        opts = _options(srcs[0], process_set)
+        layouts = [(s.dtype, s.device, s.shape[1:]) for s in srcs]
+
+        def result(owners, dim0s, _):
+            return [_rows(owner, dtype, device, dim0, row_shape)
+                    for owner, dim0, (dtype, device, row_shape) in zip(owners, dim0s, layouts)]
+        return _raw.grouped_allgather([s.data_ptr() for s in srcs],
+                                      [list(s.shape) for s in srcs], code, part_name, opts,
+                                      _output_factory, _set_size(process_set), srcs, result)
+    return _start_group(tensors, name, "grouped_allgather_async", start)
 
 
 # --- alltoall -----------------------------------------------------------------------
@@ -256,7 +343,7 @@ def grouped_allgather_async(tensors, name=None, process_set=None):
 def alltoall_async(tensor, splits=None, name=None, process_set=None):
     """synchronize(handle) returns (output, received_splits)."""
     _check_tensor(tensor, "alltoall_async")
-    src = tensor.detach().contiguous()
+    src = _plain(tensor)
     if src.dim() == 0:
         raise ValueError("alltoall: the tensor needs at least one dimension")
     split_list = None
@@ -276,12 +363,15 @@ def alltoall_async(tensor, splits=None, name=None, process_set=None):
 
 # --- reducescatter ------------------------------------------------------------------
 
+def _scatter_dims(tensor, function):
+    if tensor.dim() == 0:
+        raise ValueError(f"{function}: the tensor needs at least one dimension")
+
+
 def _scatter_input(tensor, function):
     _check_tensor(tensor, function)
-    src = tensor.detach().contiguous()
-    if src.dim() == 0:
-        raise ValueError(f"{function}: the tensor needs at least one dimension")
-    return src
+    _scatter_dims(tensor, function)
+    return _plain(tensor)
 
 
 def _scatter_output(src, process_set):
@@ -305,28 +395,41 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=None, prescal
 
 def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=None,
                                 prescale_factor=1.0, postscale_factor=1.0):
-    """synchronize(handle) returns the list of this rank's blocks."""
+    """synchronize(handle) returns the list of this rank's blocks (the members may have
+    several dtypes)."""
     tensors = _group_list(tensors, "grouped_reducescatter_async")
-    code = _group_code(tensors, "grouped_reducescatter_async")
-    srcs = [_scatter_input(t, "grouped_reducescatter_async") for t in tensors]
-    outs = [_scatter_output(s, process_set) for s in srcs]
-    opts = _options(srcs[0], process_set, prescale_factor, postscale_factor)
-    return _raw.grouped_reducescatter([s.data_ptr() for s in srcs], [o.data_ptr() for o in outs],
-                                      [list(s.shape) for s in srcs], code,
-                                      _resolve_op(None, op, "grouped_reducescatter"), name, opts,
-                                      (srcs, outs), lambda: outs)
+    op = _resolve_op(None, op, "grouped_reducescatter")
+
+    def start(members, code, part_name):
+        srcs = [_scatter_input(t, "grouped_reducescatter_async") for t in members]
+        outs = [_scatter_output(s, process_set) for s in srcs]
+        opts = _options(srcs[0], process_set, prescale_factor, postscale_factor)
+        return _raw.grouped_reducescatter([s.data_ptr() for s in srcs],
+                                          [o.data_ptr() for o in outs],
+                                          [list(s.shape) for s in srcs], code, op, part_name,
+                                          opts, (srcs, outs), lambda: outs)
+    return _start_group(tensors, name, "grouped_reducescatter_async", start,
+                        check=lambda t: _scatter_dims(t, "grouped_reducescatter_async"))
 
 
 # --- handles and synchronization ----------------------------------------------------
 
 def poll(handle):
     """True when the operation behind `handle` has completed."""
-    return handle.poll()
+    try:
+        method = handle.poll
+    except AttributeError:
+        raise not_a_handle(handle, "poll") from None
+    return method()
 
 
 def synchronize(handle):
     """Waits for `handle` and returns the operation's output."""
-    return handle.wait()
+    try:
+        method = handle.wait
+    except AttributeError:
+        raise not_a_handle(handle, "synchronize") from None
+    return method()
 
 
 if _raw.fast is not None:
