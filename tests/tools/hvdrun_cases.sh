@@ -163,6 +163,31 @@ exit-status)
   status=$?
   [ "$status" = 7 ] || die "status $status, expected 7"
   ;;
+early-exit)
+  # A rank that returns before hvd_init leaves the others waiting in MPI_Init for
+  # ever: with status 0 too, hvdrun ends the job at once (status 1), and so with
+  # --output-filename, where the monitors report through files.
+  start=$(date +%s)
+  timeout 60 "$hvdrun" -np 2 "$probe" --early 1 0 >"$work/out" 2>&1
+  status=$?
+  [ "$status" = 1 ] || die "status $status, expected 1: $(cat "$work/out")"
+  grep -qF "rank 1 (pid" "$work/out" && grep -qF "exited with status 0 before it started MPI" "$work/out" ||
+    die "message: $(cat "$work/out")"
+  timeout 60 "$hvdrun" -np 2 "$probe" --early 1 4 >"$work/out" 2>&1
+  status=$?
+  [ "$status" = 4 ] || die "status $status, expected 4: $(cat "$work/out")"
+  timeout 60 "$hvdrun" -np 2 --output-filename "$work/od" "$probe" --early 1 4 >"$work/out" 2>&1
+  status=$?
+  [ "$status" = 4 ] || die "--output-filename: status $status, expected 4: $(cat "$work/out")"
+  grep -qF "exited with status 4" "$work/out" || die "--output-filename: $(cat "$work/out")"
+  ! grep -rqF "hvdrun:rank" "$work/od" || die "markers in the rank files: $(grep -rF hvdrun:rank "$work/od")"
+  [ -z "$(ls -A "$work/od" | grep '^\.hvdrun')" ] || die "the events folder was left in $work/od"
+  [ $(( $(date +%s) - start )) -lt 30 ] || die "took $(( $(date +%s) - start )) s"
+  # A program without MPI whose ranks end at different times is not cut short.
+  "$hvdrun" -np 2 sh -c '[ "${PMI_RANK:-$OMPI_COMM_WORLD_RANK}" = 0 ] && sleep 1; echo done' \
+    >"$work/out" 2>&1 || die "status $?: $(cat "$work/out")"
+  [ "$(grep -c 'done$' "$work/out")" = 2 ] || die "a rank was cut short: $(cat "$work/out")"
+  ;;
 env-forwarded)
   HVDRUN_TEST_HERE="from here" "$hvdrun" -np 2 -x HVDRUN_TEST_HERE -x "HVDRUN_TEST_SET=x=1 y" \
     --log-level ERROR sh -c 'echo "[$HVDRUN_TEST_HERE][$HVDRUN_TEST_SET][$HOROVOD_LOG_LEVEL]"' \

@@ -6,6 +6,8 @@
  *   --param NAME=VALUE   libhvd read its knob NAME as VALUE (hvd_param_get)
  *   --weird TEXT         TEXT arrived byte for byte equal to WEIRD_ARG below
  *   --exit-rank R CODE   rank R exits with CODE after a clean shutdown
+ *   --early R CODE       (first, alone) the launcher's rank R exits with CODE before
+ *                        hvd_init, the others go on into it
  *
  * Also runs one allreduce, so the ranks really form one job. Exits 1 with a
  * message naming the first check that failed.
@@ -34,6 +36,12 @@ static void check_int(const char* what, const char* expected, int actual) {
 }
 
 int main(int argc, char** argv) {
+  if (argc == 4 && strcmp(argv[1], "--early") == 0) {
+    const char* r = getenv("PMI_RANK");
+    if (!r) r = getenv("OMPI_COMM_WORLD_RANK");
+    if (r && atoi(r) == atoi(argv[2])) return atoi(argv[3]);
+    argc = 1;
+  }
   if (hvd_init() != HVD_SUCCESS) {
     fprintf(stderr, "hvd_init failed: %s\n", hvd_last_error());
     return 1;

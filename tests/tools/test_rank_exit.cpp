@@ -51,7 +51,7 @@ void relay_passes_output_and_takes_markers(void**) {
   out = relay.feed("no newline" + marker.substr(0, 7));
   assert_string_equal(out.c_str(), "no newline");
   out = relay.feed(marker.substr(7) + "after\n");
-  assert_string_equal(out.c_str(), "after\n");
+  assert_string_equal(out.c_str(), "\nafter\n");  // the partial line is ended
   assert_true(relay.take_new_failure());
   assert_false(relay.take_new_failure());
   assert_int_equal(relay.first_failure()->rank, 2);
@@ -66,6 +66,92 @@ void relay_passes_output_and_takes_markers(void**) {
   out = relay.feed("a\x1e" "b\n");
   assert_string_equal(out.c_str(), "a\x1e" "b\n");
   assert_string_equal(relay.finish().c_str(), "");
+}
+
+void relay_takes_markers_with_rank_prefixes(void**) {
+  // Hydra's -prepend-rank and Open MPI's --tag-output put the rank before every line,
+  // markers included: the whole line goes, and ordinary prefixed lines stay.
+  const std::string m1 = format_rank_exit(exit_of(1, 3, 0, 10));
+  StderrRelay hydra;
+  std::string out = hydra.feed("[0] hello\n[1");
+  assert_string_equal(out.c_str(), "[0] hello\n");  // "[1" may be a prefix: held
+  out = hydra.feed("] " + m1.substr(0, 5));
+  assert_string_equal(out.c_str(), "");
+  out = hydra.feed(m1.substr(5) + "[0] [x] not a prefix\n");
+  assert_string_equal(out.c_str(), "[0] [x] not a prefix\n");
+  assert_int_equal(hydra.first_failure()->rank, 1);
+  StderrRelay ompi;
+  out = ompi.feed("[1,0]<stderr>:warn\n[1,1]<stderr>:" + m1 + "[1,0]<stdout>:x\n");
+  assert_string_equal(out.c_str(), "[1,0]<stderr>:warn\n[1,0]<stdout>:x\n");
+  assert_int_equal(ompi.first_failure()->rank, 1);
+  // After a partial line, Open MPI tags the next chunk.
+  StderrRelay partial;
+  out = partial.feed("[1,1]<stderr>:50%[1,1]<stderr>:" + m1);
+  assert_string_equal(out.c_str(), "[1,1]<stderr>:50%\n");
+  assert_true(partial.first_failure().has_value());
+  assert_string_equal(partial.finish().c_str(), "");
+  size_t n = 0;
+  bool incomplete = false;
+  n = rank_prefix_length("[12] x", &incomplete);
+  assert_int_equal(n, 5);
+  n = rank_prefix_length("[1,12]<stdout>:x", &incomplete);
+  assert_int_equal(n, 15);
+  assert_int_equal(rank_prefix_length("[1,1]<std", &incomplete), 0);
+  assert_true(incomplete);
+  assert_int_equal(rank_prefix_length("[a]", &incomplete), 0);
+  assert_false(incomplete);
+}
+
+RankExit clean_exit(int rank, RankMpi mpi, double time) {
+  RankExit e = exit_of(rank, 0, 0, time);
+  e.mpi = mpi;
+  return e;
+}
+
+void early_clean_exit_ends_the_job(void**) {
+  // Rank 1 returns 0 before hvd_init while rank 0 started MPI: rank 0 waits in
+  // MPI_Init for ever, so rank 1's exit is the failure (status 1).
+  JobWatch w;
+  w.rank_exited(clean_exit(1, RankMpi::None, 10));
+  assert_false(w.first_failure().has_value());  // rank 0 may not use MPI at all
+  w.rank_loaded_mpi(0);
+  assert_true(w.take_new_failure());
+  assert_int_equal(w.first_failure()->rank, 1);
+  assert_int_equal(w.first_failure()->shell_status(), 1);
+  assert_contains(describe_rank_exit(*w.first_failure()), "before it started MPI");
+  // The other order, through the markers as the relay passes them.
+  JobWatch m;
+  std::string mpi_marker = std::string(kRankMpiMarker) + "rank=0 pid=5 host=h";
+  m.take_marker(mpi_marker);
+  std::string exit_marker = format_rank_exit(clean_exit(1, RankMpi::None, 10));
+  exit_marker.pop_back();
+  m.take_marker(exit_marker);
+  assert_true(m.take_new_failure());
+
+  // A rank that finishes after libhvd was initialized never ends the job: its peers
+  // may still be finishing. Nor one that may have finished MPI without libhvd, nor an
+  // early exit when the others loaded no MPI (hostname), or have all exited.
+  JobWatch done;
+  done.rank_loaded_mpi(0);
+  done.rank_loaded_mpi(1);
+  done.rank_exited(clean_exit(1, RankMpi::Hvd, 10));
+  done.rank_exited(clean_exit(0, RankMpi::Unknown, 11));
+  assert_false(done.first_failure().has_value());
+  JobWatch plain;
+  plain.rank_exited(clean_exit(0, RankMpi::None, 1));
+  plain.rank_exited(clean_exit(1, RankMpi::None, 2));
+  assert_false(plain.first_failure().has_value());
+  JobWatch all_gone;
+  all_gone.rank_loaded_mpi(0);
+  all_gone.rank_exited(exit_of(0, 0, 0, 5));
+  all_gone.rank_exited(clean_exit(1, RankMpi::None, 6));
+  assert_false(all_gone.first_failure().has_value());
+  // A real failure before the early exit is the one reported.
+  JobWatch both;
+  both.rank_exited(exit_of(2, 4, 0, 1));
+  both.rank_exited(clean_exit(1, RankMpi::None, 3));
+  both.rank_loaded_mpi(0);
+  assert_int_equal(both.first_failure()->rank, 2);
 }
 
 void unresolvable_hosts_are_refused(void**) {
@@ -95,6 +181,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(marker_round_trip),
       cmocka_unit_test(relay_passes_output_and_takes_markers),
+      cmocka_unit_test(relay_takes_markers_with_rank_prefixes),
+      cmocka_unit_test(early_clean_exit_ends_the_job),
       cmocka_unit_test(unresolvable_hosts_are_refused),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include <unistd.h>
+
 #include "host_check.h"
 #include "launch.h"
 #include "rank_monitor.h"
@@ -19,9 +21,13 @@ std::string own_path() {
 }
 
 // Puts the rank monitor in front of the user's command (the last words of argv).
-void monitor_each_rank(LaunchCommand* command, size_t user_words, const std::string& self) {
+void monitor_each_rank(LaunchCommand* command, size_t user_words, const std::string& self,
+                       const std::string& events_dir) {
   auto at = command->argv.end() - static_cast<std::ptrdiff_t>(user_words);
-  command->argv.insert(at, {self, kRankMonitorFlag, "--"});
+  if (events_dir.empty())
+    command->argv.insert(at, {self, kRankMonitorFlag, "--"});
+  else
+    command->argv.insert(at, {self, kRankMonitorFlag, kRankMonitorEventsFlag, events_dir, "--"});
 }
 
 }  // namespace
@@ -44,12 +50,16 @@ Result<PreparedJob> prepare_job(const LaunchOptions& options, const PlanContext&
 int run_prepared_job(const PreparedJob& job, const LaunchOptions& options) {
   const LaunchPlan& plan = job.plan;
   // Each rank runs under the monitor, so that hvdrun learns which rank failed first
-  // (and ends a job whose other ranks would wait in MPI_Init for ever). Not with
-  // --output-filename: the markers would land in the files, not here.
+  // (and ends a job whose other ranks would wait in MPI_Init for ever). With
+  // --output-filename the ranks' stderr goes to files, so the monitors leave their
+  // markers in a folder of their own beside them (on this machine or a shared file
+  // system; a remote node's are lost, and its ranks are not watched).
   LaunchCommand launched = job.command;
   const std::string self = own_path();
-  const bool watch_ranks = !plan.output_dir && !self.empty();
-  if (watch_ranks) monitor_each_rank(&launched, plan.command.size(), self);
+  const bool watch_ranks = !self.empty();
+  const std::string events_dir =
+      plan.output_dir ? *plan.output_dir + "/.hvdrun-events." + std::to_string(::getpid()) : "";
+  if (watch_ranks) monitor_each_rank(&launched, plan.command.size(), self, events_dir);
 
   // The command as it is run, rank monitor included.
   std::string rendered = render_command(launched);
@@ -62,7 +72,7 @@ int run_prepared_job(const PreparedJob& job, const LaunchOptions& options) {
   if (plan.output_dir) {
     // Hydra opens the per-rank files but does not create their directory.
     std::error_code ec;
-    std::filesystem::create_directories(*plan.output_dir, ec);
+    std::filesystem::create_directories(events_dir, ec);
     if (ec)
       return usage_error("--output-filename " + *plan.output_dir + ": cannot create it (" +
                          ec.message() + ")");
@@ -73,16 +83,21 @@ int run_prepared_job(const PreparedJob& job, const LaunchOptions& options) {
 
   std::cout.flush();
   std::cerr.flush();
-  JobOutcome outcome = run_job(launched, watch_ranks);
+  JobOutcome outcome = run_job(launched, watch_ranks, watch_ranks ? events_dir : "");
+  if (!events_dir.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(events_dir, ignored);
+  }
   if (!outcome.started) {
     std::cerr << "hvdrun: " << outcome.error << "\n";
     return kNoLauncher;
   }
   if (outcome.first_failure && !outcome.forwarded_signal) {
     // The launcher's own summary may blame a rank it killed while cleaning up.
-    std::cerr << "hvdrun: the job failed: " << describe_rank_exit(*outcome.first_failure)
-              << " first; exiting with its status " << outcome.first_failure->shell_status()
-              << "\n";
+    const RankExit& failed = *outcome.first_failure;
+    std::cerr << "hvdrun: the job failed: " << describe_rank_exit(failed)
+              << (failed.left_peers_waiting ? "; exiting with status " : " first; exiting with its status ")
+              << failed.shell_status() << "\n";
     return outcome.first_failure->shell_status();
   }
   return outcome.exit_status;

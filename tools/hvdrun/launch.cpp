@@ -1,5 +1,7 @@
 #include "launch.h"
 
+#include <dirent.h>
+
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -78,9 +80,33 @@ void write_all(int fd, const std::string& text) {
 constexpr double kTerminateGraceSeconds = 5;
 constexpr double kDrainSeconds = 2;
 
+// The markers the rank monitors left as files in events_dir (--output-filename),
+// each read once and removed; names ending .part are still being written.
+void read_event_files(const std::string& events_dir, JobWatch* watch) {
+  DIR* dir = ::opendir(events_dir.c_str());
+  if (!dir) return;
+  while (dirent* entry = ::readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name[0] == '.' || (name.size() > 5 && name.compare(name.size() - 5, 5, ".part") == 0))
+      continue;
+    const std::string path = events_dir + "/" + name;
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[1024];
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    ::close(fd);
+    ::unlink(path.c_str());
+    if (n <= 0) continue;
+    std::string_view line(buf, static_cast<size_t>(n));
+    if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+    watch->take_marker(line);
+  }
+  ::closedir(dir);
+}
+
 // Waits for the launcher while relaying its stderr (err_fd), ending the job when a
 // rank monitor reports the first failure. Returns the launcher's wait status.
-int relay_and_wait(pid_t pid, int err_fd, JobOutcome* outcome) {
+int relay_and_wait(pid_t pid, int err_fd, const std::string& events_dir, JobOutcome* outcome) {
   StderrRelay relay;
   bool open = true, exited = false;
   int status = 0;
@@ -112,6 +138,7 @@ int relay_and_wait(pid_t pid, int err_fd, JobOutcome* outcome) {
         }
       }
     }
+    if (!events_dir.empty()) read_event_files(events_dir, &relay.watch());
     // Ranks that die of a signal the user sent through hvdrun are not failures to
     // report; the job is already ending.
     if (relay.take_new_failure() && !exited && g_forwarded_signal == 0) {
@@ -136,7 +163,7 @@ int relay_and_wait(pid_t pid, int err_fd, JobOutcome* outcome) {
 
 }  // namespace
 
-JobOutcome run_job(const LaunchCommand& command, bool watch_ranks) {
+JobOutcome run_job(const LaunchCommand& command, bool watch_ranks, const std::string& events_dir) {
   JobOutcome outcome;
   if (command.argv.empty()) {
     outcome.error = "empty command";
@@ -228,7 +255,7 @@ JobOutcome run_job(const LaunchCommand& command, bool watch_ranks) {
   int status = 0;
   if (watch_ranks) {
     ::close(err_pipe[1]);
-    status = relay_and_wait(pid, err_pipe[0], &outcome);
+    status = relay_and_wait(pid, err_pipe[0], events_dir, &outcome);
     ::close(err_pipe[0]);
   } else {
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {

@@ -23,6 +23,9 @@ struct JobOutcome {
   int forwarded_signal = 0;  // a signal hvdrun passed on to the job (the user stopped it)
 };
 
-JobOutcome run_job(const LaunchCommand& command, bool watch_ranks = false);
+// events_dir: with watch_ranks, where the rank monitors write their markers as files
+// instead of stderr (--output-filename); empty: stderr only.
+JobOutcome run_job(const LaunchCommand& command, bool watch_ranks = false,
+                   const std::string& events_dir = {});
 
 }  // namespace hvdrun

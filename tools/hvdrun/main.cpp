@@ -20,6 +20,9 @@ int main(int argc, char** argv) {
   using namespace hvdrun;
   if (argc >= 3 && std::string(argv[1]) == kRankMonitorFlag && std::string(argv[2]) == "--")
     return run_rank_monitor(argc - 3, argv + 3);
+  if (argc >= 5 && std::string(argv[1]) == kRankMonitorFlag &&
+      std::string(argv[2]) == kRankMonitorEventsFlag && std::string(argv[4]) == "--")
+    return run_rank_monitor(argc - 5, argv + 5, argv[3]);
   std::vector<std::string> args(argv + 1, argv + argc);
   CliOutcome cli = parse_command_line(args);
   if (cli.kind == CliOutcome::Kind::Help) {

@@ -7,10 +7,19 @@
 
 namespace hvdrun {
 
+namespace {
+
+const char* mpi_word(RankMpi m) {
+  return m == RankMpi::Hvd ? "hvd" : m == RankMpi::None ? "none" : "unknown";
+}
+
+}  // namespace
+
 std::string format_rank_exit(const RankExit& e) {
   char buf[512];
-  std::snprintf(buf, sizeof buf, "rank=%d code=%d signal=%d time=%.6f pid=%ld host=%s\n", e.rank,
-                e.exit_code, e.signal, e.time, e.pid, e.host.empty() ? "?" : e.host.c_str());
+  std::snprintf(buf, sizeof buf, "rank=%d code=%d signal=%d time=%.6f pid=%ld host=%s mpi=%s\n",
+                e.rank, e.exit_code, e.signal, e.time, e.pid, e.host.empty() ? "?" : e.host.c_str(),
+                mpi_word(e.mpi));
   return std::string(kRankExitMarker) + buf;
 }
 
@@ -26,6 +35,10 @@ std::optional<RankExit> parse_rank_exit(std::string_view fields) {
     char* end = nullptr;
     if (key == "host") {
       e.host = value;
+      continue;
+    }
+    if (key == "mpi") {
+      e.mpi = value == "hvd" ? RankMpi::Hvd : value == "none" ? RankMpi::None : RankMpi::Unknown;
       continue;
     }
     const double number = std::strtod(value.c_str(), &end);
@@ -45,6 +58,9 @@ std::optional<RankExit> parse_rank_exit(std::string_view fields) {
 std::string describe_rank_exit(const RankExit& e) {
   std::string who = e.rank >= 0 ? "rank " + std::to_string(e.rank) : std::string("a rank");
   who += " (pid " + std::to_string(e.pid) + (e.host.empty() || e.host == "?" ? "" : " on " + e.host) + ")";
+  if (e.left_peers_waiting)
+    return who + " exited with status 0 before it started MPI, while other ranks had; they "
+                 "would wait for it in MPI_Init for ever";
   if (e.signal) {
     const char* name = sigabbrev_np(e.signal);
     return who + " was killed by signal " + std::to_string(e.signal) +
@@ -53,32 +69,85 @@ std::string describe_rank_exit(const RankExit& e) {
   return who + " exited with status " + std::to_string(e.exit_code);
 }
 
+size_t rank_prefix_length(std::string_view t, bool* incomplete) {
+  *incomplete = false;
+  size_t i = 0;
+  auto at_end = [&] { return i >= t.size(); };
+  auto digits = [&] {
+    size_t from = i;
+    while (!at_end() && t[i] >= '0' && t[i] <= '9' && i - from < 10) ++i;
+    return i > from;
+  };
+  if (t.empty()) {
+    *incomplete = true;
+    return 0;
+  }
+  if (t[i++] != '[') return 0;
+  if (!digits()) {
+    *incomplete = at_end();
+    return 0;
+  }
+  if (at_end()) return *incomplete = true, 0;
+  if (t[i] == ']') {  // Hydra: "[3] "
+    if (++i >= t.size()) return *incomplete = true, 0;
+    return t[i] == ' ' ? i + 1 : 0;
+  }
+  if (t[i++] != ',') return 0;  // Open MPI: "[1,3]<stderr>:"
+  if (!digits()) return *incomplete = at_end(), 0;
+  if (at_end()) return *incomplete = true, 0;
+  if (t[i++] != ']') return 0;
+  if (at_end()) return *incomplete = true, 0;
+  if (t[i++] != '<') return 0;
+  while (!at_end() && t[i] >= 'a' && t[i] <= 'z') ++i;
+  if (at_end()) return *incomplete = true, 0;
+  if (t[i++] != '>') return 0;
+  if (at_end()) return *incomplete = true, 0;
+  return t[i] == ':' ? i + 1 : 0;
+}
+
 std::string StderrRelay::feed(std::string_view chunk) {
   std::string out;
   held_.append(chunk);
-  size_t pos = 0;
+  size_t pos = 0;  // held_ before pos is passed on or dropped
+  auto pass = [&](size_t to) {
+    if (to > pos) {
+      out.append(held_, pos, to - pos);
+      line_start_ = held_[to - 1] == '\n';
+    }
+    pos = to;
+  };
   while (pos < held_.size()) {
-    const size_t marker = held_.find(kRankExitMarker[0], pos);
-    if (marker == std::string::npos) {
-      out.append(held_, pos, std::string::npos);
-      pos = held_.size();
+    // A candidate: a prefix at a line start or any '[' (Open MPI tags every chunk, so
+    // a marker after a partial line comes with one), or the marker's first byte.
+    const size_t c = held_.find_first_of(std::string_view("[\x1e", 2), pos);
+    if (c == std::string::npos) {
+      pass(held_.size());
       break;
     }
-    out.append(held_, pos, marker - pos);
-    const std::string_view rest = std::string_view(held_).substr(marker);
-    const size_t compare = std::min(rest.size(), kRankExitMarker.size());
-    if (rest.substr(0, compare) != kRankExitMarker.substr(0, compare)) {
-      out.push_back(held_[marker]);  // the byte only, not a marker
-      pos = marker + 1;
+    pass(c);
+    const std::string_view rest = std::string_view(held_).substr(c);
+    bool incomplete = false;
+    const size_t prefix = rest[0] == '[' ? rank_prefix_length(rest, &incomplete) : 0;
+    if (incomplete) break;  // hold it until more arrives
+    if (rest[0] == '[' && prefix == 0) {
+      pass(c + 1);
       continue;
     }
-    const size_t newline = rest.find('\n');
-    if (newline == std::string_view::npos) {
-      pos = marker;  // hold it until its line is complete
-      break;
+    const std::string_view after = rest.substr(prefix);
+    const size_t compare = std::min(after.size(), kMarkerStart.size());
+    if (after.substr(0, compare) != kMarkerStart.substr(0, compare)) {
+      pass(c + prefix + 1);  // a prefix (or the byte) of an ordinary line
+      continue;
     }
-    take_marker(rest.substr(kRankExitMarker.size(), newline - kRankExitMarker.size()));
-    pos = marker + newline + 1;
+    const size_t newline = after.find('\n');
+    if (compare < kMarkerStart.size() || newline == std::string_view::npos) break;  // hold
+    watch_.take_marker(after.substr(0, newline));
+    // The line goes, prefix included; after a partial line, the line is still ended.
+    if (!line_start_) {
+      out.push_back('\n');
+      line_start_ = true;
+    }
+    pos = c + prefix + newline + 1;
   }
   held_.erase(0, pos);
   return out;
@@ -90,18 +159,53 @@ std::string StderrRelay::finish() {
   return out;
 }
 
-void StderrRelay::take_marker(std::string_view fields) {
-  auto e = parse_rank_exit(fields);
-  if (!e || !e->failed()) return;
-  // The earliest exit, not the first marker to arrive: nodes' streams are relayed
-  // independently, and a rank killed in the cleanup may be heard from first.
-  if (!first_ || e->time < first_->time) {
-    if (!first_) new_failure_ = true;
-    first_ = std::move(e);
+void JobWatch::take_marker(std::string_view line) {
+  if (line.substr(0, kRankExitMarker.size()) == kRankExitMarker) {
+    if (auto e = parse_rank_exit(line.substr(kRankExitMarker.size()))) rank_exited(*e);
+  } else if (line.substr(0, kRankMpiMarker.size()) == kRankMpiMarker) {
+    std::string fields(line.substr(kRankMpiMarker.size()));
+    int rank = -1;
+    if (std::sscanf(fields.c_str(), "rank=%d", &rank) == 1) rank_loaded_mpi(rank);
   }
 }
 
-bool StderrRelay::take_new_failure() {
+void JobWatch::rank_exited(const RankExit& e) {
+  if (e.rank >= 0) exited_.insert(e.rank);
+  if (e.failed()) {
+    failure(e);
+  } else if (e.mpi == RankMpi::None && e.rank >= 0 && (!early_ || e.time < early_->time)) {
+    early_ = e;
+  }
+  check_early_exit();
+}
+
+void JobWatch::rank_loaded_mpi(int rank) {
+  if (rank < 0) return;
+  loaded_.insert(rank);
+  check_early_exit();
+}
+
+void JobWatch::check_early_exit() {
+  if (!early_ || early_->left_peers_waiting) return;
+  for (int r : loaded_) {
+    if (r != early_->rank && !exited_.count(r)) {
+      early_->left_peers_waiting = true;
+      failure(*early_);
+      return;
+    }
+  }
+}
+
+void JobWatch::failure(const RankExit& e) {
+  // The earliest exit, not the first marker to arrive: nodes' streams are relayed
+  // independently, and a rank killed in the cleanup may be heard from first.
+  if (!first_ || e.time < first_->time) {
+    if (!first_) new_failure_ = true;
+    first_ = e;
+  }
+}
+
+bool JobWatch::take_new_failure() {
   const bool was = new_failure_;
   new_failure_ = false;
   return was;

@@ -9,10 +9,19 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
 namespace hvdrun {
+
+// What the monitor knew of the rank's MPI when it exited (marker field mpi=).
+enum class RankMpi {
+  Unknown,  // "unknown": it loaded MPI without libhvd (it may have finished MPI), or
+            // the monitor could not look
+  None,     // "none": it never initialized libhvd, nor loaded MPI without it
+  Hvd,      // "hvd": libhvd was initialized (its exit notice came)
+};
 
 struct RankExit {
   int rank = -1;        // -1: the launcher did not say
@@ -21,15 +30,27 @@ struct RankExit {
   double time = 0;      // seconds since the epoch, when the monitor saw the exit
   long pid = 0;
   std::string host;
+  RankMpi mpi = RankMpi::Unknown;
+  // Set by JobWatch: it exited with status 0 before starting MPI while other ranks had
+  // started it, and they would wait for it in MPI_Init for ever.
+  bool left_peers_waiting = false;
 
-  bool failed() const { return signal != 0 || exit_code != 0; }
-  // The status a shell reports for it: the exit code, or 128 + the signal.
-  int shell_status() const { return signal ? 128 + signal : exit_code; }
+  bool failed() const { return signal != 0 || exit_code != 0 || left_peers_waiting; }
+  // The status a shell reports for it: the exit code, or 128 + the signal; 1 for a
+  // rank that left its peers waiting (its own status was 0).
+  int shell_status() const {
+    return signal ? 128 + signal : exit_code ? exit_code : left_peers_waiting ? 1 : 0;
+  }
 };
 
 // Starts every marker; the first byte (ASCII record separator) never begins a line
 // of ordinary output.
 inline constexpr std::string_view kRankExitMarker = "\x1ehvdrun:rank-exit ";
+// The monitor's note that its rank loaded an MPI library (libhvd's included): from
+// then on it will wait in MPI_Init for every other rank. Fields: rank= pid= host=.
+inline constexpr std::string_view kRankMpiMarker = "\x1ehvdrun:rank-mpi ";
+// Both start with this.
+inline constexpr std::string_view kMarkerStart = "\x1ehvdrun:";
 
 // The marker line for an exit, newline included.
 std::string format_rank_exit(const RankExit& exit);
@@ -38,24 +59,55 @@ std::optional<RankExit> parse_rank_exit(std::string_view fields);
 // "rank 1 (pid 123 on node2) exited with status 3" / "... was killed by signal 9 (SIGKILL)"
 std::string describe_rank_exit(const RankExit& exit);
 
-// Copies a job's stderr to hvdrun's own, taking marker lines out and keeping the
-// earliest failure. Output is passed on as it arrives (progress bars included); only
-// bytes that may be the start of a marker are held until their line ends.
+// The length of the rank prefix a launcher put at the start of text ("[3] " from
+// Hydra's -prepend-rank, "[1,3]<stderr>:" from Open MPI's --tag-output); 0 if there is
+// none. *incomplete: text ends where a prefix may still be going on.
+size_t rank_prefix_length(std::string_view text, bool* incomplete);
+
+// What the monitors have said about a job's ranks, and the failure that ends it: the
+// earliest failed exit, or a rank that exited with status 0 before starting MPI
+// (RankMpi::None) while another rank that loaded MPI still runs. That one waits in
+// MPI_Init for ever (MPICH and Open MPI alike), so the early exit is a failure. A
+// rank that exits after libhvd was initialized never ends the job: its peers may still
+// be finishing.
+class JobWatch {
+ public:
+  // One marker line, from kMarkerStart on, newline excluded. Others are ignored.
+  void take_marker(std::string_view line);
+  void rank_exited(const RankExit& exit);
+  void rank_loaded_mpi(int rank);
+  const std::optional<RankExit>& first_failure() const { return first_; }
+  // True once, when a failure has just been seen for the first time.
+  bool take_new_failure();
+
+ private:
+  void failure(const RankExit& exit);
+  void check_early_exit();
+  std::optional<RankExit> first_;
+  bool new_failure_ = false;
+  std::optional<RankExit> early_;  // the first clean exit before MPI
+  std::set<int> loaded_, exited_;
+};
+
+// Copies a job's stderr to hvdrun's own, taking marker lines out (with the rank
+// prefix the launcher put before them) and passing them to a JobWatch. Output is
+// passed on as it arrives (progress bars included); only bytes that may be the start
+// of a prefix or a marker are held until their line ends.
 class StderrRelay {
  public:
   // Returns the text to print now; a parsed marker updates first_failure().
   std::string feed(std::string_view chunk);
   // At the end of the stream: whatever is still held.
   std::string finish();
-  const std::optional<RankExit>& first_failure() const { return first_; }
+  const std::optional<RankExit>& first_failure() const { return watch_.first_failure(); }
   // True once, when a failure has just been seen for the first time.
-  bool take_new_failure();
+  bool take_new_failure() { return watch_.take_new_failure(); }
+  JobWatch& watch() { return watch_; }
 
  private:
-  void take_marker(std::string_view fields);
-  std::string held_;  // a possible marker, until its newline
-  std::optional<RankExit> first_;
-  bool new_failure_ = false;
+  std::string held_;  // a possible prefix or marker, until its newline
+  bool line_start_ = true;  // the last byte passed on ended a line
+  JobWatch watch_;
 };
 
 }  // namespace hvdrun

@@ -1,7 +1,9 @@
 #include "rank_monitor.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,6 +39,42 @@ int launcher_rank() {
   return -1;
 }
 
+// Where markers go: stderr (the launcher carries it back), or, with an events
+// folder (--output-filename, where stderr goes to the rank's file), a file there of
+// their own, written whole under another name first so that hvdrun never reads half.
+void emit(const std::string& line, const char* events_dir) {
+  if (!events_dir) {
+    ssize_t written = ::write(STDERR_FILENO, line.data(), line.size());  // one write: one line
+    (void)written;
+    return;
+  }
+  static int serial = 0;
+  char host[128] = "";
+  ::gethostname(host, sizeof host - 1);
+  const std::string name = std::string(events_dir) + "/" + host + "." +
+                           std::to_string(::getpid()) + "." + std::to_string(serial++);
+  const std::string partial = name + ".part";
+  int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  ssize_t written = ::write(fd, line.data(), line.size());
+  ::close(fd);
+  if (written == static_cast<ssize_t>(line.size())) ::rename(partial.c_str(), name.c_str());
+}
+
+// Whether the process maps an MPI library (libmpi, libmpich, or libhvd, which links
+// one); *hvd: libhvd among them.
+bool maps_mpi(pid_t pid, bool* hvd) {
+  int fd = ::open(("/proc/" + std::to_string(pid) + "/maps").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  std::string text;
+  char buf[65536];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  *hvd = text.find("/libhvd") != std::string::npos;
+  return *hvd || text.find("/libmpi") != std::string::npos;
+}
+
 double wall_seconds() {
   timeval tv;
   ::gettimeofday(&tv, nullptr);
@@ -45,7 +83,7 @@ double wall_seconds() {
 
 }  // namespace
 
-int run_rank_monitor(int argc, char** argv) {
+int run_rank_monitor(int argc, char** argv, const char* events_dir) {
   if (argc < 1) {
     std::fprintf(stderr, "hvdrun %s: no command to run\n", kRankMonitorFlag);
     return 2;
@@ -67,6 +105,9 @@ int run_rank_monitor(int argc, char** argv) {
   sigemptyset(&held);
   for (int sig : kPassedOn) sigaddset(&held, sig);
   ::sigprocmask(SIG_BLOCK, &held, &old);
+  // Closed by the child's exec: until then its maps are this program's (libhvd too).
+  int exec_done[2] = {-1, -1};
+  if (::pipe2(exec_done, O_CLOEXEC) != 0) exec_done[0] = exec_done[1] = -1;
 
   const pid_t child = ::fork();
   if (child < 0) {
@@ -84,6 +125,7 @@ int run_rank_monitor(int argc, char** argv) {
   }
   g_child = child;
   if (notice[1] >= 0) ::close(notice[1]);
+  if (exec_done[1] >= 0) ::close(exec_done[1]);
   for (int sig : kPassedOn) {
     struct sigaction previous;
     ::sigaction(sig, nullptr, &previous);
@@ -91,8 +133,33 @@ int run_rank_monitor(int argc, char** argv) {
   }
   ::sigprocmask(SIG_SETMASK, &old, nullptr);
 
+  // Until the child loads MPI, look at its maps now and then (from 10 ms, doubling to
+  // 1 s): a rank that loaded MPI waits in MPI_Init for every other, so hvdrun must
+  // know it to end a job one of whose ranks exited before starting MPI.
   int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  bool waited = false, loaded_mpi = false, loaded_hvd = false;
+  char ignored;
+  while (exec_done[0] >= 0 && ::read(exec_done[0], &ignored, 1) < 0 && errno == EINTR) {
+  }
+  const int pidfd = exec_done[0] >= 0 ? static_cast<int>(::syscall(SYS_pidfd_open, child, 0)) : -1;
+  if (exec_done[0] >= 0) ::close(exec_done[0]);
+  for (int wait_ms = 10; pidfd >= 0 && !loaded_mpi;) {
+    loaded_mpi = maps_mpi(child, &loaded_hvd);
+    if (loaded_mpi) {
+      char host[256] = "";
+      ::gethostname(host, sizeof host - 1);
+      emit(std::string(kRankMpiMarker) + "rank=" + std::to_string(launcher_rank()) +
+               " pid=" + std::to_string(child) + " host=" + host + "\n",
+           events_dir);
+      break;
+    }
+    pollfd p{pidfd, POLLIN, 0};
+    int ready = ::poll(&p, 1, wait_ms);
+    if (ready > 0) break;  // it exited
+    if (ready == 0) wait_ms = std::min(wait_ms * 2, 1000);
+  }
+  if (pidfd >= 0) ::close(pidfd);
+  while (!waited && ::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   RankExit e;
   e.rank = launcher_rank();
@@ -115,16 +182,17 @@ int run_rank_monitor(int argc, char** argv) {
         e.signal = 0;
         e.exit_code = status_given & 0xff;
       }
+      e.mpi = RankMpi::Hvd;  // libhvd writes the notice only once it was initialized
     }
     ::close(notice[0]);
   }
+  // Without the notice: a rank that loaded MPI only through libhvd never started it;
+  // one that loaded MPI without libhvd may have run MPI_Init and MPI_Finalize itself.
+  if (e.mpi != RankMpi::Hvd && pidfd >= 0) e.mpi = loaded_mpi && !loaded_hvd ? RankMpi::Unknown : RankMpi::None;
   char host[256] = "";
   if (::gethostname(host, sizeof host - 1) == 0) e.host = host;
-  if (e.failed()) {
-    const std::string line = format_rank_exit(e);
-    ssize_t written = ::write(STDERR_FILENO, line.data(), line.size());  // one write: one line
-    (void)written;
-  }
+  // Every exit: a clean one before MPI ends the job when other ranks wait in MPI_Init.
+  emit(format_rank_exit(e), events_dir);
   if (e.signal) {
     // End the same way, so the launcher sees what the rank did.
     std::signal(e.signal, SIG_DFL);
