@@ -87,7 +87,10 @@ typedef enum { HVD_STATUS_MAP(HVD_STATUS_ENUM_ENTRY_) } hvd_status_t;
 #undef HVD_STATUS_ENUM_ENTRY_
 
 /* Element types. HVD_FLOAT16 is IEEE binary16; HVD_BFLOAT16 is bfloat16; both are
- * reduced in float32 on the host. HVD_BOOL is one byte, 0 or non-zero. */
+ * reduced in float32 on the host, each partial result stored back in the tensor's own
+ * type (as Horovod does): a sum beyond float16's range (65504) is inf even where the
+ * average would fit; scale down first with prescale_factor. HVD_BOOL is one byte, 0
+ * or non-zero. */
 typedef enum {
   HVD_UINT8,
   HVD_INT8,

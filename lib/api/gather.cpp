@@ -141,11 +141,12 @@ HVD_API hvd_status_t hvd_alltoall_async(const void* sendbuf, int ndim, const int
     HVD_TRY(shaped_request(OpType::Alltoall, sendbuf, ndim, shape, dtype, resolved, opts, &r));
     const int size = set->size();
     if (send_splits) {
-      int64_t total = 0;
-      for (int q = 0; q < size; ++q) {
+      for (int q = 0; q < size; ++q)  // named first: a negative split explains the sums
         if (send_splits[q] < 0)
           return fail(HVD_ERR_INVALID_ARGUMENT, "send_splits[%d] is %lld; splits must be >= 0", q,
                       static_cast<long long>(send_splits[q]));
+      int64_t total = 0;
+      for (int q = 0; q < size; ++q) {
         // total <= shape[0] holds throughout, so the sum cannot overflow.
         if (send_splits[q] > shape[0] - total)
           return fail(HVD_ERR_INVALID_ARGUMENT,
