@@ -42,9 +42,9 @@ expect_error() {
 case "$case_name" in
 dry-run-mpich)
   export HVDRUN_MPIEXEC="$fakes/fake_mpich"
-  expect_output 0 "$fakes/fake_mpich -n 2 -hosts localhost:2 $monitor python train.py --lr 0.1" -- \
+  expect_output 0 "$fakes/fake_mpich -n 2 -hosts localhost:2 -prepend-rank $monitor python train.py --lr 0.1" -- \
     "$hvdrun" --dry-run -np 2 -H localhost:2 python train.py --lr 0.1
-  expect_output 0 "$fakes/fake_mpich -n 4 -hosts nodeA:2,nodeB:2 -genv HOROVOD_FUSION_THRESHOLD 33554432 -genv HOROVOD_CYCLE_TIME 0.5 -genv HOROVOD_HIERARCHICAL_ALLREDUCE 1 -genv FOO 'a b' -launcher fork $monitor ./train 'it'\\''s here'" -- \
+  expect_output 0 "$fakes/fake_mpich -n 4 -hosts nodeA:2,nodeB:2 -prepend-rank -genv HOROVOD_FUSION_THRESHOLD 33554432 -genv HOROVOD_CYCLE_TIME 0.5 -genv HOROVOD_HIERARCHICAL_ALLREDUCE 1 -genv FOO 'a b' -launcher fork $monitor ./train 'it'\\''s here'" -- \
     "$hvdrun" --dry-run -np 4 -H nodeA:2,nodeB:2 --fusion-threshold-mb 32 --cycle-time-ms 0.5 \
     --hierarchical-allreduce -x "FOO=a b" --mpi-args "-launcher fork" ./train "it's here"
   ;;
@@ -53,13 +53,13 @@ dry-run-openmpi)
   root=""
   [ "$(id -u)" = 0 ] && root=" --allow-run-as-root"
   # A known environment: PATH, and one libhvd knob that remote ranks must see too.
-  expect_output 0 "$fakes/fake_openmpi$root -np 4 -H h1:2,h2:2 --bind-to none --map-by slot -x HOROVOD_CACHE_CAPACITY=0 -x PATH -x HVD_LIBRARY $monitor python train.py" -- \
+  expect_output 0 "$fakes/fake_openmpi$root -np 4 -H h1:2,h2:2 --bind-to none --map-by slot --tag-output -x HOROVOD_CACHE_CAPACITY=0 -x PATH -x HVD_LIBRARY $monitor python train.py" -- \
     env -i PATH="$PATH" HVDRUN_MPIEXEC="$HVDRUN_MPIEXEC" HVD_LIBRARY=/opt/libhvd.so.0 \
     "$hvdrun" --dry-run -np 4 -H h1:2,h2:2 --cache-capacity 0 python train.py
   ;;
 dry-run-intel)
   export HVDRUN_MPIEXEC="$fakes/fake_intel"
-  expect_output 0 "$fakes/fake_intel -n 4 -hosts h1,h2 -ppn 2 -genv HOROVOD_TIMELINE /tmp/t.json $monitor python train.py" -- \
+  expect_output 0 "$fakes/fake_intel -n 4 -hosts h1,h2 -ppn 2 -prepend-rank -genv HOROVOD_TIMELINE /tmp/t.json $monitor python train.py" -- \
     "$hvdrun" --dry-run -np 4 -H h1:2,h2:2 --timeline-filename /tmp/t.json python train.py
   ;;
 unknown-mpi)
@@ -105,9 +105,9 @@ arguments-intact)
   HVDRUN_MPIEXEC="$fakes/fake_mpich" "$hvdrun" --verbose -np 1 ./prog "a b" "it's \"quoted\"" ";" '$HOME' '*' "" \
     >"$work/out" 2>"$work/err" || die "hvdrun failed"
   # --verbose prints the command that runs, rank monitor included.
-  grep -qxF "hvdrun: MPICH: $fakes/fake_mpich -n 1 $monitor ./prog 'a b' 'it'\\''s \"quoted\"' ';' '\$HOME' '*' ''" \
+  grep -qxF "hvdrun: MPICH: $fakes/fake_mpich -n 1 -prepend-rank $monitor ./prog 'a b' 'it'\\''s \"quoted\"' ';' '\$HOME' '*' ''" \
     "$work/err" || die "--verbose printed: $(cat "$work/err")"
-  printf '%s\n' "--- launcher arguments" -n 1 "$self" --rank-monitor -- ./prog "a b" "it's \"quoted\"" \
+  printf '%s\n' "--- launcher arguments" -n 1 -prepend-rank "$self" --rank-monitor -- ./prog "a b" "it's \"quoted\"" \
     ";" '$HOME' '*' "" "--- end" >"$work/want"
   cmp -s "$work/out" "$work/want" || die "launcher got: $(cat "$work/out")"
   ;;
@@ -192,8 +192,13 @@ env-forwarded)
   HVDRUN_TEST_HERE="from here" "$hvdrun" -np 2 -x HVDRUN_TEST_HERE -x "HVDRUN_TEST_SET=x=1 y" \
     --log-level ERROR sh -c 'echo "[$HVDRUN_TEST_HERE][$HVDRUN_TEST_SET][$HOROVOD_LOG_LEVEL]"' \
     >"$work/out" || die "hvdrun failed"
-  [ "$(grep -c '^\[from here\]\[x=1 y\]\[error\]$' "$work/out")" = 2 ] ||
-    die "both ranks should print the variables: $(cat "$work/out")"
+  # Each line carries its rank, as with horovodrun (Hydra "[0] ", Open MPI "[1,0]<stdout>:").
+  for r in 0 1; do
+    grep -qE "^\[(1,)?$r\](<stdout>:| )\[from here\]\[x=1 y\]\[error\]$" "$work/out" ||
+      die "rank $r should print the variables after its rank: $(cat "$work/out")"
+  done
+  "$hvdrun" -np 2 --no-rank-prefix sh -c 'echo plain' >"$work/out" || die "hvdrun failed"
+  [ "$(grep -cx plain "$work/out")" = 2 ] || die "--no-rank-prefix: $(cat "$work/out")"
   ;;
 output-files)
   "$hvdrun" -np 2 --output-filename "$work/logs" \
@@ -237,9 +242,9 @@ scaling-dry-run)
   [ -n "$dir" ] || die "no summary file: $(cat "$work/out")"
   sed -e "s|$dir|DIR|" -e "s|$monitor|MON|" "$work/out" >"$work/got"
   printf '%s\n' \
-    "$fakes/fake_mpich -n 1 -hosts a:1 -genv HVD_SUMMARY_FILE DIR/summary-1.json -genv HVD_STEP_STATS_STEPS 5 MON prog --arg" \
-    "$fakes/fake_mpich -n 2 -hosts a:1,b:1 -genv HVD_SUMMARY_FILE DIR/summary-2.json -genv HVD_STEP_STATS_STEPS 5 MON prog --arg" \
-    "$fakes/fake_mpich -n 3 -hosts a:1,b:2 -genv HVD_SUMMARY_FILE DIR/summary-3.json -genv HVD_STEP_STATS_STEPS 5 MON prog --arg" \
+    "$fakes/fake_mpich -n 1 -hosts a:1 -prepend-rank -genv HVD_SUMMARY_FILE DIR/summary-1.json -genv HVD_STEP_STATS_STEPS 5 MON prog --arg" \
+    "$fakes/fake_mpich -n 2 -hosts a:1,b:1 -prepend-rank -genv HVD_SUMMARY_FILE DIR/summary-2.json -genv HVD_STEP_STATS_STEPS 5 MON prog --arg" \
+    "$fakes/fake_mpich -n 3 -hosts a:1,b:2 -prepend-rank -genv HVD_SUMMARY_FILE DIR/summary-3.json -genv HVD_STEP_STATS_STEPS 5 MON prog --arg" \
     >"$work/want"
   cmp -s "$work/got" "$work/want" || die "got:
 $(cat "$work/got")
@@ -247,7 +252,7 @@ expected:
 $(cat "$work/want")"
   [ ! -e "$dir" ] || die "$dir was not removed"
   "$hvdrun" --dry-run --scaling 1,2 prog >"$work/out" 2>"$work/err" || die "status $?: $(cat "$work/err")"
-  grep -q -- "-n 2 -hosts localhost:2 -genv HVD_SUMMARY_FILE .*/summary-2.json $monitor prog$" "$work/out" ||
+  grep -q -- "-n 2 -hosts localhost:2 -prepend-rank -genv HVD_SUMMARY_FILE .*/summary-2.json $monitor prog$" "$work/out" ||
     die "without hosts: $(cat "$work/out")"
   ;;
 scaling-failed-run)

@@ -9,6 +9,8 @@
 #include "env_mapping.h"
 #include "plan.h"
 
+#include <algorithm>
+
 #include "cmocka_cpp.h"
 
 using namespace hvdrun;
@@ -30,7 +32,10 @@ PlanContext context(MpiFlavor flavor, bool root = false) {
   return c;
 }
 
-Result<LaunchPlan> plan_for(std::vector<std::string> args, const PlanContext& ctx) {
+// The commands below leave the rank prefix out (--no-rank-prefix); rank_prefix checks it.
+Result<LaunchPlan> plan_for(std::vector<std::string> args, const PlanContext& ctx,
+                            bool rank_prefix = false) {
+  if (!rank_prefix) args.insert(args.begin(), "--no-rank-prefix");
   CliOutcome cli = parse_command_line(args);
   if (cli.kind != CliOutcome::Kind::Run) {
     print_error("command line rejected: %s\n", cli.text.c_str());
@@ -227,6 +232,37 @@ void openmpi_forwards_library_knobs(void**) {
   auto mpich = context(MpiFlavor::Mpich);
   mpich.environment_names = ctx.environment_names;
   assert_words(argv_for({"-np", "2", "prog"}, mpich), "mpiexec", "-n", "2", "prog");
+}
+
+void rank_prefix(void**) {
+  // Each line of output carries its rank, as horovodrun shows it: Hydra's -prepend-rank
+  // ("[1] text"), Open MPI's --tag-output ("[1,1]<stdout>:text"); not with per-rank files.
+  auto words = [](MpiFlavor f, std::vector<std::string> args) {
+    auto plan = plan_for(std::move(args), context(f), true);
+    assert_true(plan.ok());
+    return build_command(plan.value()).value().argv;
+  };
+  auto has = [](const std::vector<std::string>& argv, const char* w) {
+    return std::find(argv.begin(), argv.end(), w) != argv.end();
+  };
+  assert_true(has(words(MpiFlavor::Mpich, {"-np", "2", "prog"}), "-prepend-rank"));
+  assert_true(has(words(MpiFlavor::IntelMpi, {"-np", "2", "prog"}), "-prepend-rank"));
+  assert_true(has(words(MpiFlavor::OpenMpi, {"-np", "2", "prog"}), "--tag-output"));
+  assert_false(has(words(MpiFlavor::Mpich, {"-np", "2", "--output-filename", "d", "prog"}),
+                   "-prepend-rank"));
+  assert_false(has(words(MpiFlavor::OpenMpi, {"-np", "2", "--output-filename", "d", "prog"}),
+                   "--tag-output"));
+  assert_false(has(words(MpiFlavor::Mpich, {"-np", "2", "--no-rank-prefix", "prog"}),
+                   "-prepend-rank"));
+  // --tcp and -prefix-timestamp (Open MPI only; Hydra gets a warning instead).
+  auto plan = plan_for({"-np", "2", "--tcp", "-prefix-timestamp", "prog"}, context(MpiFlavor::Mpich));
+  assert_true(plan.ok());
+  assert_int_equal(plan->warnings.size(), 1);
+  assert_true(has(words(MpiFlavor::OpenMpi, {"-np", "2", "-prefix-timestamp", "prog"}),
+                  "--timestamp-output"));
+  bool ib_off = false;
+  for (const auto& [name, value] : plan->rank_env) ib_off |= name == "NCCL_IB_DISABLE" && value == "1";
+  assert_true(ib_off);
 }
 
 int main(void) {

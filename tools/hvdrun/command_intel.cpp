@@ -39,6 +39,7 @@ Result<LaunchCommand> build_intel_command(const LaunchPlan& plan) {
                                  std::string("-bootstrap-exec-args"), ssh_args})
       a.push_back(w);
   }
+  if (plan.rank_prefix) a.push_back("-prepend-rank");
   if (plan.output_dir) {
     a.push_back("-outfile-pattern");
     a.push_back(hydra_stdout_pattern(*plan.output_dir));

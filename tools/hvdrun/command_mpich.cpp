@@ -26,6 +26,7 @@ Result<LaunchCommand> build_mpich_command(const LaunchPlan& plan) {
   if (plan.ssh_identity_file)
     ssh_extra += (ssh_extra.empty() ? "" : " ") + std::string("-i ") + *plan.ssh_identity_file;
   if (!ssh_extra.empty()) cmd.launcher_env.emplace_back("HYDRA_LAUNCHER_EXTRA_ARGS", ssh_extra);
+  if (plan.rank_prefix) a.push_back("-prepend-rank");
   if (plan.output_dir) {
     a.push_back("-outfile-pattern");
     a.push_back(hydra_stdout_pattern(*plan.output_dir));

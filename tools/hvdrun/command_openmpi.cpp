@@ -34,6 +34,7 @@ Result<LaunchCommand> build_openmpi_command(const LaunchPlan& plan) {
     for (const std::string& w : {std::string("-mca"), std::string("plm_rsh_args"), ssh_args})
       a.push_back(w);
   }
+  if (plan.rank_prefix) a.push_back("--tag-output");
   if (plan.timestamp_output) a.push_back("--timestamp-output");
   if (plan.output_dir) {
     // Only to the files, as with Hydra: Open MPI also copies to the terminal unless told.

@@ -148,6 +148,7 @@ Result<LaunchPlan> make_plan(const LaunchOptions& o, const PlanContext& ctx) {
   plan.ssh_port = o.ssh_port;
   plan.ssh_identity_file = o.ssh_identity_file;
   plan.output_dir = o.output_filename;
+  plan.rank_prefix = o.rank_prefix && !plan.output_dir;
   if (o.timestamp_output) {
     if (ctx.flavor == MpiFlavor::OpenMpi)
       plan.timestamp_output = true;

@@ -30,6 +30,9 @@ struct LaunchPlan {
   std::optional<std::string> ssh_identity_file;
   std::optional<std::string> output_dir;
   bool timestamp_output = false;          // Open MPI: --timestamp-output
+  // The rank before each line of output, as horovodrun shows it (Hydra -prepend-rank,
+  // Open MPI --tag-output); not with per-rank files.
+  bool rank_prefix = true;
   bool running_as_root = false;
   std::vector<std::string> command;
   std::vector<std::string> warnings;      // printed, not fatal
