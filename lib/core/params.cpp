@@ -114,8 +114,8 @@ const std::vector<ParamDef>& defs() {
                "not finished after this many seconds: a peer stopped, lost or cut off; "
                "0 never"),
       P_INT("HVD_EXIT_NOTICE_FD", exit_notice_fd, -1, -1, 1 << 20,
-            "Set by hvdrun's rank monitor: a descriptor that receives the time this process "
-            "began to exit (-1: none)"),
+            "Set by hvdrun's rank monitor: a descriptor that is told when hvd_init begins and "
+            "the time this process began to exit (-1: none)"),
       {{"HOROVOD_LOG_LEVEL", ParamType::Choice, "warning",
         "Least severe messages printed: trace|debug|info|warning|error|fatal|off"},
        0, 0, "trace|debug|info|warning|error|fatal|off",

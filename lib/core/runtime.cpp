@@ -59,6 +59,18 @@ void forget_runtime_in_child() {
 // HVD_EXIT_NOTICE_FD (hvdrun's rank monitor), read at init.
 int g_exit_notice_fd = -1;
 
+// Tells the monitor that hvd_init began, before MPI's initialization: from then on
+// this rank waits there for every other, and a peer that exits without initializing
+// leaves it waiting for ever, which hvdrun ends (tools/hvdrun/rank_exit.h). Once per
+// process; the exit notice follows on the same descriptor.
+void send_init_notice() {
+  static bool sent = false;
+  if (g_exit_notice_fd < 0 || sent) return;
+  sent = true;
+  ssize_t written = write(g_exit_notice_fd, "init\n", 5);
+  (void)written;
+}
+
 // Tells the monitor when this process began to exit and with which status: its own
 // shutdown and MPI_Finalize follow, and meanwhile peers may fail because of it, exit
 // sooner, and have the launcher kill this process before its status is seen.
@@ -211,6 +223,7 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
   Params params = load_params_from_env(&warnings);
   set_log_level(params.log_level);
   g_exit_notice_fd = static_cast<int>(params.exit_notice_fd);
+  send_init_notice();
 
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);

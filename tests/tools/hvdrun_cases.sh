@@ -171,7 +171,7 @@ early-exit)
   timeout 60 "$hvdrun" -np 2 "$probe" --early 1 0 >"$work/out" 2>&1
   status=$?
   [ "$status" = 1 ] || die "status $status, expected 1: $(cat "$work/out")"
-  grep -qF "rank 1 (pid" "$work/out" && grep -qF "exited with status 0 before it started MPI" "$work/out" ||
+  grep -qF "rank 1 (pid" "$work/out" && grep -qF "exited with status 0 without calling hvd_init" "$work/out" ||
     die "message: $(cat "$work/out")"
   timeout 60 "$hvdrun" -np 2 "$probe" --early 1 4 >"$work/out" 2>&1
   status=$?
@@ -183,6 +183,10 @@ early-exit)
   ! grep -rqF "hvdrun:rank" "$work/od" || die "markers in the rank files: $(grep -rF hvdrun:rank "$work/od")"
   [ -z "$(ls -A "$work/od" | grep '^\.hvdrun')" ] || die "the events folder was left in $work/od"
   [ $(( $(date +%s) - start )) -lt 30 ] || die "took $(( $(date +%s) - start )) s"
+  # Every rank of a libhvd program exits cleanly without hvd_init (a script's --help):
+  # nobody waits, nothing failed.
+  timeout 60 "$hvdrun" -np 2 "$probe" --early all 0 >"$work/out" 2>&1 ||
+    die "every rank exiting before hvd_init: status $?: $(cat "$work/out")"
   # A program without MPI whose ranks end at different times is not cut short.
   "$hvdrun" -np 2 sh -c '[ "${PMI_RANK:-$OMPI_COMM_WORLD_RANK}" = 0 ] && sleep 1; echo done' \
     >"$work/out" 2>&1 || die "status $?: $(cat "$work/out")"

@@ -7,7 +7,8 @@
  *   --weird TEXT         TEXT arrived byte for byte equal to WEIRD_ARG below
  *   --exit-rank R CODE   rank R exits with CODE after a clean shutdown
  *   --early R CODE       (first, alone) the launcher's rank R exits with CODE before
- *                        hvd_init, the others go on into it
+ *                        hvd_init, the others go on into it; R = all: every rank
+ *                        exits so (a script's --help: the library loaded, unused)
  *
  * Also runs one allreduce, so the ranks really form one job. Exits 1 with a
  * message naming the first check that failed.
@@ -39,7 +40,7 @@ int main(int argc, char** argv) {
   if (argc == 4 && strcmp(argv[1], "--early") == 0) {
     const char* r = getenv("PMI_RANK");
     if (!r) r = getenv("OMPI_COMM_WORLD_RANK");
-    if (r && atoi(r) == atoi(argv[2])) return atoi(argv[3]);
+    if (strcmp(argv[2], "all") == 0 || (r && atoi(r) == atoi(argv[2]))) return atoi(argv[3]);
     argc = 1;
   }
   if (hvd_init() != HVD_SUCCESS) {

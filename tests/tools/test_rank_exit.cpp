@@ -114,11 +114,11 @@ void early_clean_exit_ends_the_job(void**) {
   JobWatch w;
   w.rank_exited(clean_exit(1, RankMpi::None, 10));
   assert_false(w.first_failure().has_value());  // rank 0 may not use MPI at all
-  w.rank_loaded_mpi(0);
+  w.rank_began_init(0);
   assert_true(w.take_new_failure());
   assert_int_equal(w.first_failure()->rank, 1);
   assert_int_equal(w.first_failure()->shell_status(), 1);
-  assert_contains(describe_rank_exit(*w.first_failure()), "before it started MPI");
+  assert_contains(describe_rank_exit(*w.first_failure()), "without calling hvd_init");
   // The other order, through the markers as the relay passes them.
   JobWatch m;
   std::string mpi_marker = std::string(kRankMpiMarker) + "rank=0 pid=5 host=h";
@@ -132,8 +132,8 @@ void early_clean_exit_ends_the_job(void**) {
   // may still be finishing. Nor one that may have finished MPI without libhvd, nor an
   // early exit when the others loaded no MPI (hostname), or have all exited.
   JobWatch done;
-  done.rank_loaded_mpi(0);
-  done.rank_loaded_mpi(1);
+  done.rank_began_init(0);
+  done.rank_began_init(1);
   done.rank_exited(clean_exit(1, RankMpi::Hvd, 10));
   done.rank_exited(clean_exit(0, RankMpi::Unknown, 11));
   assert_false(done.first_failure().has_value());
@@ -142,7 +142,7 @@ void early_clean_exit_ends_the_job(void**) {
   plain.rank_exited(clean_exit(1, RankMpi::None, 2));
   assert_false(plain.first_failure().has_value());
   JobWatch all_gone;
-  all_gone.rank_loaded_mpi(0);
+  all_gone.rank_began_init(0);
   all_gone.rank_exited(exit_of(0, 0, 0, 5));
   all_gone.rank_exited(clean_exit(1, RankMpi::None, 6));
   assert_false(all_gone.first_failure().has_value());
@@ -150,7 +150,7 @@ void early_clean_exit_ends_the_job(void**) {
   JobWatch both;
   both.rank_exited(exit_of(2, 4, 0, 1));
   both.rank_exited(clean_exit(1, RankMpi::None, 3));
-  both.rank_loaded_mpi(0);
+  both.rank_began_init(0);
   assert_int_equal(both.first_failure()->rank, 2);
 }
 

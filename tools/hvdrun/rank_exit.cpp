@@ -59,8 +59,8 @@ std::string describe_rank_exit(const RankExit& e) {
   std::string who = e.rank >= 0 ? "rank " + std::to_string(e.rank) : std::string("a rank");
   who += " (pid " + std::to_string(e.pid) + (e.host.empty() || e.host == "?" ? "" : " on " + e.host) + ")";
   if (e.left_peers_waiting)
-    return who + " exited with status 0 before it started MPI, while other ranks had; they "
-                 "would wait for it in MPI_Init for ever";
+    return who + " exited with status 0 without calling hvd_init, while other ranks had "
+                 "begun it; they would wait for it in MPI_Init for ever";
   if (e.signal) {
     const char* name = sigabbrev_np(e.signal);
     return who + " was killed by signal " + std::to_string(e.signal) +
@@ -165,7 +165,7 @@ void JobWatch::take_marker(std::string_view line) {
   } else if (line.substr(0, kRankMpiMarker.size()) == kRankMpiMarker) {
     std::string fields(line.substr(kRankMpiMarker.size()));
     int rank = -1;
-    if (std::sscanf(fields.c_str(), "rank=%d", &rank) == 1) rank_loaded_mpi(rank);
+    if (std::sscanf(fields.c_str(), "rank=%d", &rank) == 1) rank_began_init(rank);
   }
 }
 
@@ -179,15 +179,15 @@ void JobWatch::rank_exited(const RankExit& e) {
   check_early_exit();
 }
 
-void JobWatch::rank_loaded_mpi(int rank) {
+void JobWatch::rank_began_init(int rank) {
   if (rank < 0) return;
-  loaded_.insert(rank);
+  initializing_.insert(rank);
   check_early_exit();
 }
 
 void JobWatch::check_early_exit() {
   if (!early_ || early_->left_peers_waiting) return;
-  for (int r : loaded_) {
+  for (int r : initializing_) {
     if (r != early_->rank && !exited_.count(r)) {
       early_->left_peers_waiting = true;
       failure(*early_);

@@ -17,10 +17,9 @@ namespace hvdrun {
 
 // What the monitor knew of the rank's MPI when it exited (marker field mpi=).
 enum class RankMpi {
-  Unknown,  // "unknown": it loaded MPI without libhvd (it may have finished MPI), or
-            // the monitor could not look
-  None,     // "none": it never initialized libhvd, nor loaded MPI without it
-  Hvd,      // "hvd": libhvd was initialized (its exit notice came)
+  Unknown,  // "unknown": the monitor could not tell (no notice pipe, no pidfd)
+  None,     // "none": it never began hvd_init (libhvd's notice did not come)
+  Hvd,      // "hvd": it began hvd_init (libhvd's "init" notice came)
 };
 
 struct RankExit {
@@ -46,8 +45,9 @@ struct RankExit {
 // Starts every marker; the first byte (ASCII record separator) never begins a line
 // of ordinary output.
 inline constexpr std::string_view kRankExitMarker = "\x1ehvdrun:rank-exit ";
-// The monitor's note that its rank loaded an MPI library (libhvd's included): from
-// then on it will wait in MPI_Init for every other rank. Fields: rank= pid= host=.
+// The monitor's note that its rank began hvd_init (libhvd's "init" notice, written
+// before MPI_Init): from then on it waits in MPI's initialization for every other
+// rank. Fields: rank= pid= host=.
 inline constexpr std::string_view kRankMpiMarker = "\x1ehvdrun:rank-mpi ";
 // Both start with this.
 inline constexpr std::string_view kMarkerStart = "\x1ehvdrun:";
@@ -65,17 +65,18 @@ std::string describe_rank_exit(const RankExit& exit);
 size_t rank_prefix_length(std::string_view text, bool* incomplete);
 
 // What the monitors have said about a job's ranks, and the failure that ends it: the
-// earliest failed exit, or a rank that exited with status 0 before starting MPI
-// (RankMpi::None) while another rank that loaded MPI still runs. That one waits in
-// MPI_Init for ever (MPICH and Open MPI alike), so the early exit is a failure. A
-// rank that exits after libhvd was initialized never ends the job: its peers may still
-// be finishing.
+// earliest failed exit, or a rank that exited with status 0 without beginning
+// hvd_init (RankMpi::None) while another rank that began it still runs. That one waits
+// in MPI's initialization for ever (MPICH and Open MPI alike), so the early exit is a
+// failure. A rank that exits after hvd_init never ends the job (its peers may still be
+// finishing), and neither does any exit in a job where no rank began hvd_init (a
+// script's --help, a program without libhvd).
 class JobWatch {
  public:
   // One marker line, from kMarkerStart on, newline excluded. Others are ignored.
   void take_marker(std::string_view line);
   void rank_exited(const RankExit& exit);
-  void rank_loaded_mpi(int rank);
+  void rank_began_init(int rank);
   const std::optional<RankExit>& first_failure() const { return first_; }
   // True once, when a failure has just been seen for the first time.
   bool take_new_failure();
@@ -86,7 +87,7 @@ class JobWatch {
   std::optional<RankExit> first_;
   bool new_failure_ = false;
   std::optional<RankExit> early_;  // the first clean exit before MPI
-  std::set<int> loaded_, exited_;
+  std::set<int> initializing_, exited_;
 };
 
 // Copies a job's stderr to hvdrun's own, taking marker lines out (with the rank

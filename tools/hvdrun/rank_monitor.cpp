@@ -61,20 +61,6 @@ void emit(const std::string& line, const char* events_dir) {
   if (written == static_cast<ssize_t>(line.size())) ::rename(partial.c_str(), name.c_str());
 }
 
-// Whether the process maps an MPI library (libmpi, libmpich, or libhvd, which links
-// one); *hvd: libhvd among them.
-bool maps_mpi(pid_t pid, bool* hvd) {
-  int fd = ::open(("/proc/" + std::to_string(pid) + "/maps").c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  std::string text;
-  char buf[65536];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  *hvd = text.find("/libhvd") != std::string::npos;
-  return *hvd || text.find("/libmpi") != std::string::npos;
-}
-
 double wall_seconds() {
   timeval tv;
   ::gettimeofday(&tv, nullptr);
@@ -105,9 +91,6 @@ int run_rank_monitor(int argc, char** argv, const char* events_dir) {
   sigemptyset(&held);
   for (int sig : kPassedOn) sigaddset(&held, sig);
   ::sigprocmask(SIG_BLOCK, &held, &old);
-  // Closed by the child's exec: until then its maps are this program's (libhvd too).
-  int exec_done[2] = {-1, -1};
-  if (::pipe2(exec_done, O_CLOEXEC) != 0) exec_done[0] = exec_done[1] = -1;
 
   const pid_t child = ::fork();
   if (child < 0) {
@@ -125,7 +108,6 @@ int run_rank_monitor(int argc, char** argv, const char* events_dir) {
   }
   g_child = child;
   if (notice[1] >= 0) ::close(notice[1]);
-  if (exec_done[1] >= 0) ::close(exec_done[1]);
   for (int sig : kPassedOn) {
     struct sigaction previous;
     ::sigaction(sig, nullptr, &previous);
@@ -133,33 +115,43 @@ int run_rank_monitor(int argc, char** argv, const char* events_dir) {
   }
   ::sigprocmask(SIG_SETMASK, &old, nullptr);
 
-  // Until the child loads MPI, look at its maps now and then (from 10 ms, doubling to
-  // 1 s): a rank that loaded MPI waits in MPI_Init for every other, so hvdrun must
-  // know it to end a job one of whose ranks exited before starting MPI.
+  // libhvd writes "init" to the notice pipe as hvd_init begins, before MPI_Init: from
+  // then on that rank waits in MPI's initialization for every other, so hvdrun must
+  // know it to end a job one of whose ranks exited before starting (rank_exit.h). The
+  // exit notice follows on the same pipe. Only the pipe's readiness is watched here,
+  // with the child's end (pidfd): no polling.
   int status = 0;
-  bool waited = false, loaded_mpi = false, loaded_hvd = false;
-  char ignored;
-  while (exec_done[0] >= 0 && ::read(exec_done[0], &ignored, 1) < 0 && errno == EINTR) {
-  }
-  const int pidfd = exec_done[0] >= 0 ? static_cast<int>(::syscall(SYS_pidfd_open, child, 0)) : -1;
-  if (exec_done[0] >= 0) ::close(exec_done[0]);
-  for (int wait_ms = 10; pidfd >= 0 && !loaded_mpi;) {
-    loaded_mpi = maps_mpi(child, &loaded_hvd);
-    if (loaded_mpi) {
-      char host[256] = "";
-      ::gethostname(host, sizeof host - 1);
-      emit(std::string(kRankMpiMarker) + "rank=" + std::to_string(launcher_rank()) +
-               " pid=" + std::to_string(child) + " host=" + host + "\n",
-           events_dir);
+  std::string notice_text;
+  bool started = false;
+  const int pidfd = notice[0] >= 0 ? static_cast<int>(::syscall(SYS_pidfd_open, child, 0)) : -1;
+  auto read_notice = [&] {
+    char buf[256];
+    ssize_t n;
+    while ((n = ::read(notice[0], buf, sizeof buf)) > 0) notice_text.append(buf, static_cast<size_t>(n));
+    return n == 0;  // end of file: the child closed it (or exited)
+  };
+  while (pidfd >= 0 && !started) {
+    pollfd fds[2] = {{pidfd, POLLIN, 0}, {notice[0], POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
       break;
     }
-    pollfd p{pidfd, POLLIN, 0};
-    int ready = ::poll(&p, 1, wait_ms);
-    if (ready > 0) break;  // it exited
-    if (ready == 0) wait_ms = std::min(wait_ms * 2, 1000);
+    if (fds[1].revents) {
+      const bool closed = read_notice();
+      if (notice_text.compare(0, 5, "init\n") == 0) {
+        started = true;
+        char host[256] = "";
+        ::gethostname(host, sizeof host - 1);
+        emit(std::string(kRankMpiMarker) + "rank=" + std::to_string(launcher_rank()) +
+                 " pid=" + std::to_string(child) + " host=" + host + "\n",
+             events_dir);
+      }
+      if (closed && !started) break;
+    }
+    if (fds[0].revents) break;  // it exited
   }
   if (pidfd >= 0) ::close(pidfd);
-  while (!waited && ::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   RankExit e;
   e.rank = launcher_rank();
@@ -168,27 +160,26 @@ int run_rank_monitor(int argc, char** argv, const char* events_dir) {
   if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
   else e.exit_code = WEXITSTATUS(status);
   if (notice[0] >= 0) {
-    char buf[64] = "";
-    ssize_t n = ::read(notice[0], buf, sizeof buf - 1);
+    read_notice();
+    ::close(notice[0]);
+    // "init" (hvd_init began), then the exit line: the time the process began to exit
+    // and the status it gave exit(). A rank that called exit() with a failure status is
+    // that failure, from the moment it called it, even if it was killed while
+    // finishing its exit.
+    const std::string exit_line =
+        notice_text.compare(0, 5, "init\n") == 0 ? notice_text.substr(5) : notice_text;
     double began = 0;
     int status_given = 0;
-    // A rank that called exit() with a failure status is that failure, from the
-    // moment it called it, even if it was killed while finishing its exit.
-    if (n > 0) {
-      buf[n] = '\0';
-      if (std::sscanf(buf, "%lf %d", &began, &status_given) == 2 && status_given != 0 &&
-          began > 0 && began <= e.time) {
-        e.time = began;
-        e.signal = 0;
-        e.exit_code = status_given & 0xff;
-      }
-      e.mpi = RankMpi::Hvd;  // libhvd writes the notice only once it was initialized
+    if (std::sscanf(exit_line.c_str(), "%lf %d", &began, &status_given) == 2 &&
+        status_given != 0 && began > 0 && began <= e.time) {
+      e.time = began;
+      e.signal = 0;
+      e.exit_code = status_given & 0xff;
     }
-    ::close(notice[0]);
   }
-  // Without the notice: a rank that loaded MPI only through libhvd never started it;
-  // one that loaded MPI without libhvd may have run MPI_Init and MPI_Finalize itself.
-  if (e.mpi != RankMpi::Hvd && pidfd >= 0) e.mpi = loaded_mpi && !loaded_hvd ? RankMpi::Unknown : RankMpi::None;
+  // Whether the rank began hvd_init: a rank that exits cleanly without it, while
+  // another waits in initialization, left that one waiting for ever.
+  e.mpi = !notice_text.empty() ? RankMpi::Hvd : pidfd >= 0 ? RankMpi::None : RankMpi::Unknown;
   char host[256] = "";
   if (::gethostname(host, sizeof host - 1) == 0) e.host = host;
   // Every exit: a clean one before MPI ends the job when other ranks wait in MPI_Init.
