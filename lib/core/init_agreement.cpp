@@ -1,7 +1,7 @@
 #include "core/init_agreement.h"
 
-#include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "base/log.h"
 #include "core/params.h"
@@ -148,32 +148,25 @@ Error agree_static_sets(Runtime& rt, const std::vector<std::vector<int>>& sets,
 }
 
 Error check_launcher_agrees(int world_size) {
-  if (world_size != 1) return Error::success();
-  // What each family of launchers tells the processes it starts.
-  static const struct {
-    const char* variable;
-    const char* launcher;
-  } launchers[] = {{"PMI_SIZE", "MPICH's or Intel MPI's mpiexec (Hydra)"},
-                   {"OMPI_COMM_WORLD_SIZE", "Open MPI's mpirun"}};
-  for (const auto& l : launchers) {
-    const char* value = std::getenv(l.variable);
-    if (!value || std::atoi(value) <= 1) continue;
-    char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
-    int len = 0;
-    MPI_Get_library_version(version, &len);
-    for (char* c = version; *c; ++c) {  // its first line, on one line
-      if (*c == '\n') *c = '\0';
-      if (*c == '\t') *c = ' ';
-    }
-    return make_error(HVD_ERR_MPI,
-                      "this process was started as one of %s ranks (%s=%s, set by %s), but its "
-                      "MPI library sees a job of 1: libhvd was built against another MPI (%s) "
-                      "than the launcher's, and each rank would run alone. Launch with the "
-                      "launcher of the MPI that libhvd was built against (hvdrun from the same "
-                      "build finds it), or build libhvd against the launcher's MPI",
-                      value, l.variable, value, l.launcher, version);
+  const LauncherSize launched = launcher_size();
+  if (world_size != 1 || launched.size <= 1) return Error::success();
+  const char* launcher = std::string_view(launched.variable) == "PMI_SIZE"
+                             ? "MPICH's or Intel MPI's mpiexec (Hydra)"
+                             : "Open MPI's mpirun";
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+  int len = 0;
+  MPI_Get_library_version(version, &len);
+  for (char* c = version; *c; ++c) {  // its first line, on one line
+    if (*c == '\n') *c = '\0';
+    if (*c == '\t') *c = ' ';
   }
-  return Error::success();
+  return make_error(HVD_ERR_MPI,
+                    "this process was started as one of %d ranks (%s=%d, set by %s), but its "
+                    "MPI library sees a job of 1: libhvd was built against another MPI (%s) "
+                    "than the launcher's, and each rank would run alone. Launch with the "
+                    "launcher of the MPI that libhvd was built against (hvdrun from the same "
+                    "build finds it), or build libhvd against the launcher's MPI",
+                    launched.size, launched.variable, launched.size, launcher, version);
 }
 
 }  // namespace hvd

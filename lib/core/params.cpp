@@ -378,6 +378,14 @@ Params load_params_from_env(std::vector<std::string>* warnings) {
 
 bool param_is_set(const char* name) { return std::getenv(name) != nullptr; }
 
+LauncherSize launcher_size() {
+  for (const char* variable : {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE"}) {
+    const char* value = std::getenv(variable);
+    if (value && *value) return {variable, std::atoi(value)};
+  }
+  return {};
+}
+
 PinOptions pin_options(const Params& params) {
   PinOptions options;
   options.gpu_pinning = params.gpu_pinning;

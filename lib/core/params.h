@@ -103,6 +103,15 @@ Params load_params_from_env(std::vector<std::string>* warnings);
 // True if the variable is set in the environment (the autotuner holds such knobs fixed).
 bool param_is_set(const char* name);
 
+// The job's size as the launcher told this process before MPI: the first set of
+// PMI_SIZE (MPICH's and Intel MPI's Hydra) and OMPI_COMM_WORLD_SIZE (Open MPI's
+// mpirun), with the variable's name; {nullptr, 0} when neither is.
+struct LauncherSize {
+  const char* variable = nullptr;
+  int size = 0;
+};
+LauncherSize launcher_size();
+
 // What GPU pinning and CPU binding take of the parameters (CUDA_VISIBLE_DEVICES
 // counts as set when the environment has it, even empty).
 PinOptions pin_options(const Params& params);
