@@ -162,10 +162,28 @@ static char* read_stderr(void) {
   return text;
 }
 
-/* The line of text that starts with prefix, or NULL. */
+/* The length of the rank prefix hvdrun's launcher puts before a rank's lines (Hydra
+ * "[3] ", Open MPI "[1,3]<stderr>:"), 0 if the line has none. */
+static size_t rank_prefix(const char* line) {
+  if (line[0] != '[') return 0;
+  const char* close = strchr(line, ']');
+  const char* end = strchr(line, '\n');
+  if (!close || (end && close > end)) return 0;
+  if (close[1] == ' ') return (size_t)(close + 2 - line);
+  if (close[1] == '<') {
+    const char* colon = strstr(close, ">:");
+    if (colon && (!end || colon < end)) return (size_t)(colon + 2 - line);
+  }
+  return 0;
+}
+
+/* The line of text that starts with prefix, after a rank's prefix if it has one
+ * (pointing past that), or NULL. */
 static const char* line_starting(const char* text, const char* prefix) {
-  for (const char* p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-    if (strncmp(p, prefix, strlen(prefix)) == 0) return p;
+  for (const char* p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+    const char* q = p + rank_prefix(p);
+    if (strncmp(q, prefix, strlen(prefix)) == 0) return q;
+  }
   return NULL;
 }
 
