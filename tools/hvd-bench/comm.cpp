@@ -51,4 +51,11 @@ Layout job_layout() {
   return layout;
 }
 
+hvd_counters_t hvd_counters_now() {
+  hvd_counters_t c{};
+  c.struct_size = sizeof c;
+  check_hvd(hvd_get_counters(&c), "hvd_get_counters");
+  return c;
+}
+
 }  // namespace hvdbench

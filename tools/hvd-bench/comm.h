@@ -37,4 +37,7 @@ Layout job_layout();
 // Checks a libhvd status; anything but success aborts with hvd_last_error().
 void check_hvd(hvd_status_t status, const char* what);
 
+// This rank's libhvd counters now (traffic, collectives, negotiation rounds).
+hvd_counters_t hvd_counters_now();
+
 }  // namespace hvdbench

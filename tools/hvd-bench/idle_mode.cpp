@@ -23,13 +23,6 @@ double cpu_seconds() {
   return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
-hvd_counters_t counters() {
-  hvd_counters_t c{};
-  c.struct_size = sizeof c;
-  check_hvd(hvd_get_counters(&c), "hvd_get_counters");
-  return c;
-}
-
 void sleep_seconds(double seconds) {
   timespec ts{static_cast<time_t>(seconds), static_cast<long>((seconds - static_cast<time_t>(seconds)) * 1e9)};
   while (nanosleep(&ts, &ts) != 0) {
@@ -49,11 +42,11 @@ int run_idle_mode(const Options& o) {
   // The barrier's last messages may still be settling; begin measuring a moment later.
   sleep_seconds(0.05);
 
-  const hvd_counters_t before = counters();
+  const hvd_counters_t before = hvd_counters_now();
   const double cpu_before = cpu_seconds(), wall_before = now_seconds();
   sleep_seconds(o.idle_seconds);
   const double cpu_after = cpu_seconds(), wall_after = now_seconds();
-  const hvd_counters_t after = counters();
+  const hvd_counters_t after = hvd_counters_now();
 
   // Per rank: CPU percent of one core, collectives, negotiation rounds, bytes sent.
   double mine[4] = {

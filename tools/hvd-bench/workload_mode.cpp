@@ -24,6 +24,25 @@ struct Measured {
   Stats ms;
 };
 
+// What libhvd's timed steps ran, from this rank's counters: how many negotiation
+// rounds and data collectives a step took, and how many allreduces completed within
+// their round. A step that takes more rounds than usual (ranks out of phase) shows
+// here where the times alone only show it slow.
+struct StepCounts {
+  int64_t steps = 0;
+  uint64_t rounds = 0, collectives = 0, speculative = 0;
+
+  void add(const hvd_counters_t& before, const hvd_counters_t& after, int step_count) {
+    steps += step_count;
+    rounds += after.negotiation_rounds - before.negotiation_rounds;
+    collectives += after.collectives - before.collectives;
+    speculative += after.speculative - before.speculative;
+  }
+  double per_step(uint64_t count) const {
+    return steps ? static_cast<double>(count) / static_cast<double>(steps) : 0;
+  }
+};
+
 // Steps per timed repetition: a lone small allreduce takes microseconds, too short
 // to time one at a time, so small steps run back to back. In place, the values grow
 // by a factor of size per step; the count stays low enough for that to stay exact.
@@ -45,7 +64,8 @@ int64_t wrong(const StrategyCase& c, const TensorSet& set, double factor) {
 
 void print_table(const Options& o, const TensorSet& set, int size, const Layout& layout,
                  int inner, const std::vector<Measured>& results, const Measured* limit,
-                 const Measured* back_to_back, const Measured* limit_back_to_back) {
+                 const Measured* back_to_back, const Measured* limit_back_to_back,
+                 const StepCounts& counts) {
   const Measured& hvd = results.front();
   std::string what = o.mode == Mode::Workload
                          ? "workload " + o.workload_path
@@ -73,6 +93,10 @@ void print_table(const Options& o, const TensorSet& set, int size, const Layout&
     std::printf("  %-22s %12.4f %12.4f %12.4f %14s %8lld\n", "limit back to back",
                 limit_back_to_back->ms.median, limit_back_to_back->ms.min,
                 limit_back_to_back->ms.max, "", static_cast<long long>(limit_back_to_back->wrong));
+  std::printf("# libhvd per step (rank 0): %.2f negotiation rounds, %.2f collectives, %.2f "
+              "allreduces done within their round\n",
+              counts.per_step(counts.rounds), counts.per_step(counts.collectives),
+              counts.per_step(counts.speculative));
   double load[1] = {0};
   if (getloadavg(load, 1) == 1)
     std::printf("# load average (1 min) at the end: %.2f (other processes share the cores)\n",
@@ -110,7 +134,8 @@ void print_table(const Options& o, const TensorSet& set, int size, const Layout&
 
 void print_json(const Options& o, const TensorSet& set, int size, const Layout& layout,
                 const std::vector<Measured>& results, const Measured* limit,
-                const Measured* back_to_back, const Measured* limit_back_to_back) {
+                const Measured* back_to_back, const Measured* limit_back_to_back,
+                const StepCounts& counts) {
   const Measured& hvd = results.front();
   JsonLine line;
   line.add("mode", o.mode == Mode::Workload ? "workload" : "tensors");
@@ -145,6 +170,9 @@ void print_json(const Options& o, const TensorSet& set, int size, const Layout& 
   if (back_to_back && limit_back_to_back)
     line.add("limit_back_to_back_ms", limit_back_to_back->ms)
         .add("vs_limit_both_back_to_back", limit_back_to_back->ms.median / back_to_back->ms.median);
+  line.add("rounds_per_step", counts.per_step(counts.rounds))
+      .add("collectives_per_step", counts.per_step(counts.collectives))
+      .add("speculative_per_step", counts.per_step(counts.speculative));
   line.add("wrong", static_cast<long long>(hvd.wrong));
   std::printf("%s\n", line.str().c_str());
 }
@@ -172,10 +200,14 @@ int run_workload_mode(const Options& o) {
     }
     return (now_seconds() - start) / inner;
   };
+  StepCounts counts;  // over libhvd's recorded interleaved repetitions
   auto run_case = [&](Measured& m, bool record) {
     fill(m.what, set);
     MPI_Barrier(MPI_COMM_WORLD);
+    const bool counted = record && m.what.strategy == Strategy::Libhvd;
+    const hvd_counters_t before = counted ? hvd_counters_now() : hvd_counters_t{};
     double elapsed = timed_steps(m.what);
+    if (counted) counts.add(before, hvd_counters_now(), inner);
     // Checked on every repetition, warm-up included.
     m.wrong += wrong(m.what, set, factor);
     if (record) m.seconds.push_back(elapsed);
@@ -227,8 +259,8 @@ int run_workload_mode(const Options& o) {
   if (rank == 0) {
     const Measured* b2b = o.baseline ? &back_to_back : nullptr;
     const Measured* limit_b2b = o.baseline && limit ? &limit_back_to_back : nullptr;
-    if (o.json) print_json(o, set, size, layout, results, limit, b2b, limit_b2b);
-    else print_table(o, set, size, layout, inner, results, limit, b2b, limit_b2b);
+    if (o.json) print_json(o, set, size, layout, results, limit, b2b, limit_b2b, counts);
+    else print_table(o, set, size, layout, inner, results, limit, b2b, limit_b2b, counts);
     std::fflush(stdout);
     if (total_wrong)
       std::fprintf(stderr, "hvd-bench: %lld wrong elements (see #wrong)\n",
