@@ -6,6 +6,7 @@
 
 #include "base/dtype.h"
 #include "base/log.h"
+#include "base/rank_list.h"
 #include "core/step_stats.h"
 #include "core/step_summary.h"
 #include "fusion/scale.h"
@@ -15,19 +16,6 @@
 namespace hvd {
 
 namespace {
-
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string s;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    if (i) s += ", ";
-    if (i == 16) {
-      s += "... (" + std::to_string(ranks.size()) + " ranks)";
-      break;
-    }
-    s += std::to_string(ranks[i]);
-  }
-  return s;
-}
 
 // Bus bytes per byte of an operation over n ranks, as nccl-tests count them, so the
 // bandwidth reads like theirs.

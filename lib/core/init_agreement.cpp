@@ -4,25 +4,19 @@
 #include <string_view>
 
 #include "base/log.h"
+#include "base/rank_list.h"
 #include "core/params.h"
 
 namespace hvd {
 
 namespace {
 
-// "1, 3" for the ranks whose flag is set (at most 16 named).
+// "1, 3" for the ranks whose flag is set.
 std::string ranks_flagged(const std::vector<int>& flags) {
-  std::string s;
-  int named = 0, count = 0;
-  for (size_t r = 0; r < flags.size(); ++r) {
-    if (!flags[r]) continue;
-    ++count;
-    if (named == 16) continue;
-    if (named++) s += ", ";
-    s += std::to_string(r);
-  }
-  if (count > named) s += ", ... (" + std::to_string(count) + " ranks)";
-  return s;
+  std::vector<int> ranks;
+  for (size_t r = 0; r < flags.size(); ++r)
+    if (flags[r]) ranks.push_back(static_cast<int>(r));
+  return rank_list(ranks);
 }
 
 // Every rank's flag, on every rank.
