@@ -2,12 +2,11 @@
 
 #include <CLI/CLI.hpp>
 
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <memory>
 
-#include "hosts.h"
+#include "cli_compat.h"
+#include "cli_option.h"
+#include "cli_scaling.h"
 
 namespace hvdrun {
 namespace {
@@ -102,45 +101,6 @@ class ManFormatter : public CLI::Formatter {
   }
 };
 
-// horovodrun's single-dash long options, which CLI11 cannot declare.
-std::string normalize_alias(const std::string& tok) {
-  static const std::pair<const char*, const char*> aliases[] = {
-      {"-np", "--num-proc"}, {"-cb", "--check-build"}, {"-hostfile", "--hostfile"},
-      {"-prefix-timestamp", "--prefix-output-with-timestamp"},
-      {"--prefix-timestamp", "--prefix-output-with-timestamp"}};
-  for (const auto& [from, to] : aliases) {
-    std::string f = from;
-    if (tok == f) return to;
-    if (tok.rfind(f + "=", 0) == 0) return std::string(to) + tok.substr(f.size());
-  }
-  return tok;
-}
-
-// horovodrun flags hvdrun refuses, with what to do instead: the job would not be
-// the one asked for.
-std::optional<std::string> refused_flag(const std::string& name) {
-  static const char* const elastic[] = {
-      "--min-np",       "--min-num-proc",  "--max-np",      "--max-num-proc",
-      "--slots-per-host", "--elastic-timeout", "--reset-limit", "--blacklist-cooldown-range",
-      "--host-discovery-script"};
-  for (const char* e : elastic)
-    if (name == e)
-      return name + ": elastic training (ranks joining and leaving a running job) is not "
-                    "supported by libhvd; run a fixed number of ranks with -np and -H or "
-                    "--hostfile, and restart the job from its last checkpoint if a host fails";
-  if (name == "--gloo")
-    return std::string("--gloo: libhvd has no Gloo controller; hvdrun always runs the job "
-                       "on MPI, so leave --gloo out");
-  if (name == "--jsrun")
-    return std::string("--jsrun: hvdrun starts jobs with MPICH, Open MPI or Intel MPI, not "
-                       "IBM's jsrun; leave --jsrun out");
-  if (name == "--config-file")
-    return std::string("--config-file: hvdrun does not read Horovod's YAML parameter files; "
-                       "give each parameter as its flag (fusion_threshold_mb: 32 is "
-                       "--fusion-threshold-mb 32)");
-  return std::nullopt;
-}
-
 // The option a word names, if hvdrun knows it: "--name[=value]", or a short option
 // with its value attached ("-xFOO", "-p22").
 bool known_option(const CLI::App& app, const std::string& tok) {
@@ -173,19 +133,6 @@ bool valid_env_name(const std::string& name) {
   }
   return true;
 }
-
-template <typename T>
-void add_optional(CLI::App& app, const std::string& name, std::optional<T>& field,
-                  const std::string& desc, const std::string& type_name) {
-  app.add_option_function<T>(name, [&field](const T& v) { field = v; }, desc)
-      ->type_name(type_name);
-}
-
-// --scaling and its options as typed; checked after parsing (check_scaling).
-struct ScalingArgs {
-  std::optional<std::string> sizes;
-  ScalingOptions options;
-};
 
 std::unique_ptr<CLI::App> make_app(LaunchOptions& o, std::vector<std::string>& env_args,
                                    ScalingArgs& sc, std::optional<std::string>& num_proc_text) {
@@ -354,80 +301,8 @@ std::unique_ptr<CLI::App> make_app(LaunchOptions& o, std::vector<std::string>& e
   app->add_flag("--dry-run", o.dry_run, "Print the MPI command line and exit without running")
       ->group(out);
 
-  const std::string scale = "Scaling (run the command at several sizes; docs/scaling.md)";
-  ScalingOptions& so = sc.options;
-  add_optional(*app, "--scaling", sc.sizes,
-               "Run the command once on each number of ranks (instead of -np), with "
-               "hosts as -H/--hostfile give them (the first N slots) or on this machine, and "
-               "print step time, throughput, scaling efficiency against the smallest size "
-               "and the share of exposed communication, read from the step summary libhvd "
-               "writes (HVD_SUMMARY_FILE)",
-               "N,N,...");
-  app->get_option("--scaling")->group(scale);
-  add_optional(*app, "--steps", so.steps,
-               "Measure the first K steps after warm-up in each run (HVD_STEP_STATS_STEPS)",
-               "K");
-  add_optional(*app, "--samples-per-step", so.samples_per_step,
-               "Samples each rank takes per step (its batch size): throughput in samples/s",
-               "B");
-  add_optional(*app, "--price-per-hour", so.price_per_hour,
-               "Price of one rank (GPU, node) per hour: adds time and cost at each size "
-               "(needs --hours)",
-               "P");
-  add_optional(*app, "--hours", so.hours, "Hours the job takes on the smallest size", "T");
-  add_optional(*app, "--time-value", so.time_value,
-               "Value of an hour of waiting for the result: adds the total (cost plus "
-               "waiting) and the break-even efficiency at each size",
-               "W");
-  add_optional(*app, "--json", so.json_file, "Write every figure to FILE as JSON", "FILE");
-  add_optional(*app, "--plot", so.plot_file,
-               "Draw efficiency and cost (or throughput) against ranks into FILE.png "
-               "(python3 with matplotlib)",
-               "FILE.png");
-  for (const char* name : {"--steps", "--samples-per-step", "--price-per-hour", "--hours",
-                           "--time-value", "--json", "--plot"})
-    app->get_option(name)->group(scale);
-
-  // horovodrun's flags that mean nothing for libhvd on MPI: accepted, so that a
-  // Horovod command line runs unchanged, each with a note saying why it does nothing.
-  const std::string compat = "horovodrun flags without effect here (a note says why)";
-  auto note_flag = [&](const std::string& name, const std::string& why) {
-    app->add_flag_callback(name, [&o, name, why] { o.notices.push_back(name + " has no effect: " + why); },
-                           why)
-        ->group(compat);
-  };
-  auto note_option = [&](const std::string& name, const std::string& type, const std::string& why) {
-    app->add_option_function<std::string>(
-           name, [&o, name, why](const std::string&) { o.notices.push_back(name + " has no effect: " + why); },
-           why)
-        ->type_name(type)
-        ->group(compat);
-  };
-  note_option("--start-timeout", "S",
-              "horovodrun's limit on its own checks and task services before the ranks start; "
-              "hvdrun runs none, the MPI launcher starts the ranks");
-  note_flag("--disable-cache",
-            "horovodrun caches its host checks for 60 minutes; hvdrun keeps no cache (it "
-            "checks the hosts at every run). libhvd's response cache: --cache-capacity 0");
-  note_option("--gloo-timeout-seconds", "S", "libhvd has no Gloo; it always runs on MPI");
-  note_option("--num-nccl-streams", "N",
-              "libhvd runs its NCCL operations on one stream per device");
-  note_flag("--mpi-threads-disable",
-            "libhvd calls MPI from its background thread and needs MPI_THREAD_SERIALIZED or "
-            "higher (it asks for MPI_THREAD_MULTIPLE)");
-  app->add_flag_callback("--no-mpi-threads-disable", [] {}, "The default")->group(compat);
-  note_flag("--torus-allreduce",
-            "libhvd has no 2D torus allreduce; --hierarchical-allreduce reduces within each "
-            "node first");
-  app->add_flag_callback("--no-torus-allreduce", [] {}, "The default")->group(compat);
-  note_flag("--log-with-timestamp", "libhvd's log lines carry no timestamp");
-  note_flag("--no-log-hide-timestamp", "libhvd's log lines carry no timestamp");
-  app->add_flag_callback("--log-without-timestamp", [] {},
-                         "libhvd's log lines carry no timestamp: nothing to hide")
-      ->group(compat);
-  app->add_flag_callback("--log-hide-timestamp", [] {},
-                         "libhvd's log lines carry no timestamp: nothing to hide")
-      ->group(compat);
+  add_scaling_options(*app, sc);
+  add_ineffective_horovodrun_flags(*app, o);
   tuning(app->add_flag_callback("--no-autotune", [&t] { t.autotune = false; },
                                 "The default: no autotuning"));
   tuning(app->add_flag_callback("--no-timeline-mark-cycles", [&t] { t.timeline_mark_cycles = false; },
@@ -490,87 +365,6 @@ CliOutcome error(std::string message) {
   r.kind = CliOutcome::Kind::Error;
   r.text = std::move(message);
   return r;
-}
-
-// "1,2,4": distinct positive sizes, returned in ascending order.
-Result<std::vector<int64_t>> parse_sizes(const std::string& text) {
-  using R = Result<std::vector<int64_t>>;
-  const std::string what = "--scaling " + text + ": ";
-  std::vector<int64_t> sizes;
-  size_t start = 0;
-  for (;;) {
-    size_t comma = text.find(',', start);
-    std::string word = text.substr(start, comma == std::string::npos ? comma : comma - start);
-    if (word.empty())
-      return R::failure(what + "give the numbers of ranks separated by commas, e.g. 1,2,4");
-    int64_t n = 0;
-    for (char c : word) {
-      if (c < '0' || c > '9' || n > kMaxSlotsPerHost)
-        return R::failure(what + "'" + word + "' is not a number of ranks (a whole number, 1 "
-                                 "or more)");
-      n = n * 10 + (c - '0');
-    }
-    if (n < 1) return R::failure(what + "a size must be at least 1 rank");
-    if (std::find(sizes.begin(), sizes.end(), n) != sizes.end())
-      return R::failure(what + std::to_string(n) + " is given twice");
-    sizes.push_back(n);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  std::sort(sizes.begin(), sizes.end());
-  return sizes;
-}
-
-// The scaling options after parsing (none without --scaling): the sizes read, every
-// number in its range, the options that go together given together.
-Result<std::optional<ScalingOptions>> check_scaling(const ScalingArgs& args,
-                                                    const LaunchOptions& launch) {
-  using R = Result<std::optional<ScalingOptions>>;
-  const ScalingOptions& given = args.options;
-  const std::pair<const char*, bool> scaling_only[] = {
-      {"--steps", given.steps.has_value()},
-      {"--samples-per-step", given.samples_per_step.has_value()},
-      {"--price-per-hour", given.price_per_hour.has_value()},
-      {"--hours", given.hours.has_value()},
-      {"--time-value", given.time_value.has_value()},
-      {"--json", given.json_file.has_value()},
-      {"--plot", given.plot_file.has_value()}};
-  if (!args.sizes) {
-    for (const auto& [name, set] : scaling_only)
-      if (set)
-        return R::failure(std::string(name) + " needs --scaling: it describes the runs of "
-                          "--scaling N,N,...");
-    return std::optional<ScalingOptions>();
-  }
-  if (launch.num_proc)
-    return R::failure("--scaling runs each size it lists; leave out -np");
-  if (given.price_per_hour && !given.hours)
-    return R::failure("--price-per-hour needs --hours (the job's hours on the smallest size)");
-  if (given.hours && !given.price_per_hour)
-    return R::failure("--hours needs --price-per-hour (the price of one rank per hour)");
-  if (given.time_value && !given.price_per_hour)
-    return R::failure("--time-value needs --price-per-hour and --hours");
-  auto sizes = parse_sizes(*args.sizes);
-  if (!sizes) return R::failure(sizes.error());
-  ScalingOptions o = args.options;
-  o.sizes = std::move(sizes).value();
-  if (o.steps && *o.steps < 1)
-    return R::failure("--steps " + std::to_string(*o.steps) + ": measure at least 1 step");
-  auto positive = [](const char* name, const std::optional<double>& v, bool zero_ok) {
-    if (!v || (std::isfinite(*v) && (zero_ok ? *v >= 0 : *v > 0))) return std::string();
-    char value[32];
-    std::snprintf(value, sizeof value, "%g", *v);
-    return std::string(name) + " " + value + ": must be " +
-           (zero_ok ? "0 or more" : "more than 0");
-  };
-  for (const auto& problem :
-       {positive("--samples-per-step", o.samples_per_step, false),
-        positive("--price-per-hour", o.price_per_hour, false),
-        positive("--hours", o.hours, false), positive("--time-value", o.time_value, true)})
-    if (!problem.empty()) return R::failure(problem);
-  for (const auto* file : {&o.json_file, &o.plot_file})
-    if (*file && (*file)->empty()) return R::failure("--json/--plot: the file name is empty");
-  return std::optional<ScalingOptions>(std::move(o));
 }
 
 }  // namespace
