@@ -276,10 +276,12 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
     activity_end();
     return Error::success();
   }
-  const int64_t piece = host_->staging_count(total, spec.dtype);
-  // A batch of several pieces sent over a network keeps them all one size: its short
-  // last piece goes through the buffer, zero-padded (Backend::allreduce_staged).
-  const bool equal_pieces = batch.pad_last_piece && total > piece;
+  // A batch of several pieces sent over a network keeps them all (nearly) one size:
+  // cut evenly, or with its short last piece zero-padded in the buffer
+  // (Backend::staging_pieces).
+  const bool equal_pieces = batch.pad_last_piece;
+  const Backend::Pieces cut = host_->staging_pieces(total, spec.dtype, equal_pieces);
+  const int64_t piece = cut.piece;
 
   // A traced batch shows its copies and its reduction as one activity each, as in
   // Horovod's timelines, so it is filled whole (and zero-padded to whole pieces); it
@@ -288,7 +290,7 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
   // same MPI calls on the set's communicator. A tensor alone (pad_last_piece, not
   // fused) has nothing to copy but its last piece: it goes piece by piece below.
   if (tracing_ && batch.fused) {
-    const int64_t padded = equal_pieces ? (total + piece - 1) / piece * piece : total;
+    const int64_t padded = cut.pad_last ? (total + piece - 1) / piece * piece : total;
     buffer = fusion_buffer(static_cast<size_t>(padded) * esize).data();
     activity_start("MEMCPY_IN_FUSION_BUFFER");
     copy_in(0, total);
@@ -317,7 +319,7 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
   mark_contiguous_runs(locals, esize);
   unsigned char* located = nullptr;  // the piece being reduced in the caller's memory
   auto fill = [&](int64_t offset, int64_t n) -> void* {
-    if (equal_pieces && n < piece) {
+    if (cut.pad_last && n < piece) {
       located = nullptr;
       copy_in(offset, n);
       std::memset(buffer + n * esize, 0, static_cast<size_t>(piece - n) * esize);

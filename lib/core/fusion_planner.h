@@ -32,11 +32,11 @@ struct Batch {
   std::vector<size_t> items;  // indices into the responses, in order
   bool fused = false;         // packed into the fusion buffer
   int64_t bytes = 0;          // payload of all items
-  // Its short last piece is padded to the others' size (Backend::allreduce_staged's
-  // equal_pieces): a host allreduce batch in a set that fuse_large names, fused or a
-  // tensor alone (one above the threshold). The odd-sized
+  // Its pieces are kept (nearly) one size (Backend::staging_pieces: cut evenly, or the
+  // short last piece padded to the others' size): a host allreduce batch in a set that
+  // fuse_large names, fused or a tensor alone (one above the threshold). An odd-sized
   // call would slow the full-sized calls after it, the next batch's or, measured on
-  // bert_base, the next step's; the padding costs a piece's copy.
+  // bert_base, the next step's.
   bool pad_last_piece = false;
 };
 

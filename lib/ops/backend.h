@@ -38,13 +38,26 @@ class Backend {
   // out. One collective. Every rank makes the same calls whatever fill returns: where
   // a piece lies is a local matter. This default takes the operand whole; a backend
   // may go piece by piece, so that a piece is still in cache when it is reduced and
-  // drained. equal_pieces: a last piece shorter than the others is reduced at their
-  // length, so that every call moves the same bytes (over TCP one odd-sized call slows
-  // the full-sized ones after it for tens of calls: docs/performance.md, 2026-11-27
-  // 07:15 entry); fill then returns the staging buffer for it, zeroed past the piece.
+  // drained. equal_pieces: every call moves (nearly) the same bytes (over TCP one
+  // odd-sized call slows the full-sized ones after it for tens of calls:
+  // docs/performance.md, 2026-11-27 07:15 entry); see staging_pieces.
   using Fill = std::function<void*(int64_t offset, int64_t count)>;
   using Stage = std::function<void(int64_t offset, int64_t count)>;
   virtual int64_t staging_count(int64_t count, hvd_dtype_t) const { return count; }
+  // How allreduce_staged cuts count elements: pieces of `piece` elements, the last one
+  // shorter by what is left over. With equal_pieces the count is cut evenly (pieces
+  // differ by at most one element per piece of the cut), and where an even cut would
+  // leave pieces much smaller than the staging size, the last piece is instead reduced
+  // at the others' length (pad_last): fill then returns the staging buffer for it,
+  // zeroed past the piece. The same on every rank for the same count.
+  struct Pieces {
+    int64_t piece;
+    bool pad_last;
+  };
+  virtual Pieces staging_pieces(int64_t count, hvd_dtype_t, bool equal_pieces) const {
+    (void)equal_pieces;  // one piece
+    return {count, false};
+  }
   virtual Error allreduce_staged(int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
                                  const Communicator& comm, const Fill& fill, const Stage& drain,
                                  bool equal_pieces) {

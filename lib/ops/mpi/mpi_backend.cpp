@@ -61,15 +61,30 @@ int64_t MpiBackend::staging_count(int64_t count, hvd_dtype_t dtype) const {
   return std::min(count, piece);
 }
 
+Backend::Pieces MpiBackend::staging_pieces(int64_t count, hvd_dtype_t dtype,
+                                           bool equal_pieces) const {
+  const int64_t most = staging_count(count, dtype);
+  if (!equal_pieces || count <= most) return {most, false};
+  // Cut evenly: no padded copy of a short last piece (a flat gradient buffer is then
+  // reduced entirely where it lies) and no padding sent. An even cut of a count just
+  // above a piece would halve the calls' size, so below 7/8 of the staging size the
+  // last piece is padded instead.
+  const int64_t pieces = (count + most - 1) / most;
+  const int64_t even = (count + pieces - 1) / pieces;
+  if (even * 8 >= most * 7) return {even, false};
+  return {most, true};
+}
+
 Error MpiBackend::allreduce_staged(int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
                                    const Communicator& comm, const Fill& fill, const Stage& drain,
                                    bool equal_pieces) {
   counters_->collectives.fetch_add(1, std::memory_order_relaxed);
-  const int64_t piece = staging_count(count, dtype);
+  const Pieces cut = staging_pieces(count, dtype, equal_pieces);
+  const int64_t piece = cut.piece;
   for (int64_t offset = 0; offset < count; offset += piece) {
     const int64_t n = std::min(piece, count - offset);
     void* at = fill(offset, n);
-    const int64_t reduced = equal_pieces ? piece : n;
+    const int64_t reduced = cut.pad_last ? piece : n;
     HVD_RETURN_IF_ERROR(allreduce_on(comm.mpi, at, at, reduced, dtype, op, &counters_->global_bytes));
     drain(offset, n);
   }

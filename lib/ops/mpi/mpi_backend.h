@@ -36,6 +36,7 @@ class MpiBackend : public Backend {
   Error reducescatter(const void* send, void* recv, const std::vector<int64_t>& counts,
                       hvd_dtype_t dtype, hvd_reduce_op_t op, const Communicator& comm) override;
   int64_t staging_count(int64_t count, hvd_dtype_t dtype) const override;
+  Pieces staging_pieces(int64_t count, hvd_dtype_t dtype, bool equal_pieces) const override;
   Error allreduce_staged(int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
                          const Communicator& comm, const Fill& fill, const Stage& drain,
                          bool equal_pieces) override;
