@@ -284,11 +284,12 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
   const int64_t piece = cut.piece;
 
   // A traced batch shows its copies and its reduction as one activity each, as in
-  // Horovod's timelines, so it is filled whole (and zero-padded to whole pieces); it
-  // still reduces through the staged path, piece by piece in the buffer, with the
-  // same pieces: the timeline is on for rank 0 alone, and every rank must make the
-  // same MPI calls on the set's communicator. A tensor alone (pad_last_piece, not
-  // fused) has nothing to copy but its last piece: it goes piece by piece below.
+  // Horovod's timelines, so it is filled whole (and zero-padded to whole pieces where
+  // the last one is padded); it still reduces through the staged path, piece by piece
+  // in the buffer, with the same pieces: the timeline is on for rank 0 alone, and every
+  // rank must make the same MPI calls on the set's communicator. A tensor alone
+  // (pad_last_piece, not fused) has nothing to copy but a padded last piece: it goes
+  // piece by piece below.
   if (tracing_ && batch.fused) {
     const int64_t padded = cut.pad_last ? (total + piece - 1) / piece * piece : total;
     buffer = fusion_buffer(static_cast<size_t>(padded) * esize).data();
