@@ -12,5 +12,11 @@ hvd.init()
 out = hvd.allreduce(np.ones(1000, np.float32), op=hvd.Sum, name="owned.sum")
 assert np.all(out == hvd.size()), out[:4]
 if hvd.rank() == 0 and hvd.size() > 1:
-    pending = hvd.allreduce_async(np.ones(4, np.float32), name="owned.pending")
+    # The other ranks are exiting: when rank 0 gets here after it saw their shutdown,
+    # libhvd refuses the call at once instead of leaving it pending. Either way the
+    # process must exit cleanly.
+    try:
+        pending = hvd.allreduce_async(np.ones(4, np.float32), name="owned.pending")
+    except hvd.ShutDownError:
+        pass
 print(f"rank {hvd.rank()}: exiting without hvd.shutdown()")
