@@ -91,10 +91,13 @@ Error unknown_handle(const char* function, hvd_handle_t handle) {
 void yield_if_spinning(hvd_handle_t handle) {
   thread_local hvd_handle_t last_handle = 0;
   thread_local int64_t last_poll_end_ns = 0;
-  if (handle == last_handle && monotonic_ns() - last_poll_end_ns < 2000)
+  int64_t now = monotonic_ns();
+  if (handle == last_handle && now - last_poll_end_ns < 2000) {
     std::this_thread::yield();
+    now = monotonic_ns();  // the poll ends after the yield
+  }
   last_handle = handle;
-  last_poll_end_ns = monotonic_ns();
+  last_poll_end_ns = now;
 }
 
 }  // namespace

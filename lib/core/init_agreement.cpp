@@ -1,7 +1,6 @@
 #include "core/init_agreement.h"
 
 #include <string>
-#include <string_view>
 
 #include "base/log.h"
 #include "base/rank_list.h"
@@ -144,9 +143,6 @@ Error agree_static_sets(Runtime& rt, const std::vector<std::vector<int>>& sets,
 Error check_launcher_agrees(int world_size) {
   const LauncherSize launched = launcher_size();
   if (world_size != 1 || launched.size <= 1) return Error::success();
-  const char* launcher = std::string_view(launched.variable) == "PMI_SIZE"
-                             ? "MPICH's or Intel MPI's mpiexec (Hydra)"
-                             : "Open MPI's mpirun";
   char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
   int len = 0;
   MPI_Get_library_version(version, &len);
@@ -160,7 +156,7 @@ Error check_launcher_agrees(int world_size) {
                     "than the launcher's, and each rank would run alone. Launch with the "
                     "launcher of the MPI that libhvd was built against (hvdrun from the same "
                     "build finds it), or build libhvd against the launcher's MPI",
-                    launched.size, launched.variable, launched.size, launcher, version);
+                    launched.size, launched.variable, launched.size, launched.launcher, version);
 }
 
 }  // namespace hvd

@@ -379,9 +379,14 @@ Params load_params_from_env(std::vector<std::string>* warnings) {
 bool param_is_set(const char* name) { return std::getenv(name) != nullptr; }
 
 LauncherSize launcher_size() {
-  for (const char* variable : {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE"}) {
-    const char* value = std::getenv(variable);
-    if (value && *value) return {variable, std::atoi(value)};
+  static const struct {
+    const char* variable;
+    const char* launcher;
+  } launchers[] = {{"PMI_SIZE", "MPICH's or Intel MPI's mpiexec (Hydra)"},
+                   {"OMPI_COMM_WORLD_SIZE", "Open MPI's mpirun"}};
+  for (const auto& l : launchers) {
+    const char* value = std::getenv(l.variable);
+    if (value && *value) return {l.variable, l.launcher, std::atoi(value)};
   }
   return {};
 }

@@ -105,9 +105,11 @@ bool param_is_set(const char* name);
 
 // The job's size as the launcher told this process before MPI: the first set of
 // PMI_SIZE (MPICH's and Intel MPI's Hydra) and OMPI_COMM_WORLD_SIZE (Open MPI's
-// mpirun), with the variable's name; {nullptr, 0} when neither is.
+// mpirun), with the variable's name and the launcher that sets it; {nullptr, nullptr,
+// 0} when neither is.
 struct LauncherSize {
   const char* variable = nullptr;
+  const char* launcher = nullptr;
   int size = 0;
 };
 LauncherSize launcher_size();
