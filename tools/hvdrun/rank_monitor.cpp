@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 #include "rank_exit.h"
 
@@ -42,6 +43,20 @@ int launcher_rank() {
 // Where markers go: stderr (the launcher carries it back), or, with an events
 // folder (--output-filename, where stderr goes to the rank's file), a file there of
 // their own, written whole under another name first so that hvdrun never reads half.
+std::string host_name() {
+  char host[256] = "";
+  ::gethostname(host, sizeof host - 1);
+  return host;
+}
+
+// libhvd's first line on the notice pipe, written as hvd_init begins (before MPI's
+// initialization); the exit line follows it.
+constexpr std::string_view kInitNotice = "init\n";
+
+bool began_init(const std::string& notice_text) {
+  return notice_text.compare(0, kInitNotice.size(), kInitNotice) == 0;
+}
+
 void emit(const std::string& line, const char* events_dir) {
   if (!events_dir) {
     ssize_t written = ::write(STDERR_FILENO, line.data(), line.size());  // one write: one line
@@ -49,9 +64,7 @@ void emit(const std::string& line, const char* events_dir) {
     return;
   }
   static int serial = 0;
-  char host[128] = "";
-  ::gethostname(host, sizeof host - 1);
-  const std::string name = std::string(events_dir) + "/" + host + "." +
+  const std::string name = std::string(events_dir) + "/" + host_name() + "." +
                            std::to_string(::getpid()) + "." + std::to_string(serial++);
   const std::string partial = name + ".part";
   int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -138,12 +151,10 @@ int run_rank_monitor(int argc, char** argv, const char* events_dir) {
     }
     if (fds[1].revents) {
       const bool closed = read_notice();
-      if (notice_text.compare(0, 5, "init\n") == 0) {
+      if (began_init(notice_text)) {
         started = true;
-        char host[256] = "";
-        ::gethostname(host, sizeof host - 1);
         emit(std::string(kRankMpiMarker) + "rank=" + std::to_string(launcher_rank()) +
-                 " pid=" + std::to_string(child) + " host=" + host + "\n",
+                 " pid=" + std::to_string(child) + " host=" + host_name() + "\n",
              events_dir);
       }
       if (closed && !started) break;
@@ -167,7 +178,7 @@ int run_rank_monitor(int argc, char** argv, const char* events_dir) {
     // that failure, from the moment it called it, even if it was killed while
     // finishing its exit.
     const std::string exit_line =
-        notice_text.compare(0, 5, "init\n") == 0 ? notice_text.substr(5) : notice_text;
+        began_init(notice_text) ? notice_text.substr(kInitNotice.size()) : notice_text;
     double began = 0;
     int status_given = 0;
     if (std::sscanf(exit_line.c_str(), "%lf %d", &began, &status_given) == 2 &&
@@ -179,9 +190,8 @@ int run_rank_monitor(int argc, char** argv, const char* events_dir) {
   }
   // Whether the rank began hvd_init: a rank that exits cleanly without it, while
   // another waits in initialization, left that one waiting for ever.
-  e.mpi = !notice_text.empty() ? RankMpi::Hvd : pidfd >= 0 ? RankMpi::None : RankMpi::Unknown;
-  char host[256] = "";
-  if (::gethostname(host, sizeof host - 1) == 0) e.host = host;
+  e.mpi = began_init(notice_text) ? RankMpi::Hvd : pidfd >= 0 ? RankMpi::None : RankMpi::Unknown;
+  e.host = host_name();
   // Every exit: a clean one before MPI ends the job when other ranks wait in MPI_Init.
   emit(format_rank_exit(e), events_dir);
   if (e.signal) {
