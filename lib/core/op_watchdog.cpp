@@ -21,6 +21,14 @@ namespace {
 // the launcher, which may be on a node that is gone.
 constexpr int kAbortGraceSeconds = 10;
 constexpr useconds_t kLineDrainMicroseconds = 500 * 1000;
+// Every rank of a stuck collective times out within a few milliseconds of the others.
+// Ranks later in the set wait this much longer per place before their own MPI_Abort,
+// so that usually one abort ends the job: Open MPI's mpirun (4.1) has crashed with a
+// segfault while relaying several ranks' simultaneous MPI_Abort messages, losing the
+// job's exit status. A rank the first abort reaches is killed while it waits; the
+// cap bounds the wait in large sets whose first ranks are the stuck ones.
+constexpr useconds_t kAbortStaggerMicroseconds = 250 * 1000;
+constexpr size_t kMaxStaggerPlaces = 8;
 // Tensor names listed in the line; a fused batch may hold thousands.
 constexpr size_t kMaxNamesListed = 8;
 
@@ -131,6 +139,8 @@ void OpWatchdog::fire(double elapsed_s) {
   const int32_t set_id =
       batch_ && responses_ && !batch_->items.empty() ? (*responses_)[batch_->items[0]].spec.process_set : 0;
   if (auto set = sets_ ? sets_->find(set_id) : nullptr) ranks = set->ranks;
+  const size_t place = static_cast<size_t>(
+      std::find(ranks.begin(), ranks.end(), world_rank_) - ranks.begin());
   const bool negotiating = !batch_ || !responses_;
   const std::string pending = negotiating && describe_pending_ ? describe_pending_() : "";
   std::string line =
@@ -141,7 +151,8 @@ void OpWatchdog::fire(double elapsed_s) {
   if (abort_device_) abort_device_();
   // The launcher relays output through its proxies, which MPI_Abort kills: give the
   // line time to get through them first (measured: without it, sometimes lost).
-  usleep(kLineDrainMicroseconds);
+  usleep(kLineDrainMicroseconds +
+         kAbortStaggerMicroseconds * std::min(place == ranks.size() ? 0 : place, kMaxStaggerPlaces));
   MPI_Abort(MPI_COMM_WORLD, kWatchdogExitStatus);
   _exit(kWatchdogExitStatus);
 }

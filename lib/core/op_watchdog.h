@@ -12,8 +12,9 @@
 //   (HVD_OP_TIMEOUT_SECONDS=T) ...
 //
 // aborts the device communicators (NCCL's comm abort), then calls MPI_Abort, which
-// makes the launcher end every rank. A backstop _exit follows if the abort itself
-// hangs. begin()/end() take an uncontended lock: the description is built only when
+// makes the launcher end every rank (ranks later in the set call it a little later,
+// so that one abort usually ends the job). A backstop _exit follows if the abort
+// itself hangs. begin()/end() take an uncontended lock: the description is built only when
 // the watchdog fires, from the batch that is still in flight then.
 #pragma once
 

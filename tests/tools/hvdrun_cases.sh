@@ -132,6 +132,17 @@ signal-forwarded)
   status=$?
   [ "$status" = 143 ] || die "status $status after SIGTERM, expected 143"
   ;;
+launcher-crash)
+  # A launcher that dies of a signal nobody sent it leaves its ranks behind: hvdrun
+  # names the fault, kills what is left in the launcher's process group and exits as
+  # a shell reports the crash (128+11).
+  FAKE_MPI_CRASH=302 HVDRUN_MPIEXEC="$fakes/fake_mpich" "$hvdrun" -np 1 prog >"$work/out" 2>"$work/err"
+  status=$?
+  [ "$status" = 139 ] || die "status $status after the launcher's crash, expected 139: $(cat "$work/err")"
+  grep -q "fake_mpich itself died of signal 11" "$work/err" || die "message: $(cat "$work/err")"
+  sleep 0.2
+  ! pgrep -f "sleep 302" >/dev/null || die "the launcher's stand-in rank was left running"
+  ;;
 signal-real-job)
   # SIGINT, SIGTERM and SIGHUP to hvdrun stop a running job, and hvdrun exits as a
   # shell reports a program killed by the signal (128+N), whatever the launcher said

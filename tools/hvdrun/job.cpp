@@ -1,5 +1,6 @@
 #include "job.h"
 
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -92,6 +93,10 @@ int run_prepared_job(const PreparedJob& job, const LaunchOptions& options) {
     std::cerr << "hvdrun: " << outcome.error << "\n";
     return kNoLauncher;
   }
+  if (outcome.launcher_crash_signal)
+    std::cerr << "hvdrun: " << launched.argv[0] << " itself died of signal " << outcome.launcher_crash_signal
+              << " (" << strsignal(outcome.launcher_crash_signal)
+              << "), a fault of the MPI launcher; hvdrun killed the job's processes left on this host\n";
   if (outcome.first_failure && !outcome.forwarded_signal) {
     // The launcher's own summary may blame a rank it killed while cleaning up.
     const RankExit& failed = *outcome.first_failure;

@@ -74,9 +74,11 @@ void write_all(int fd, const std::string& text) {
   }
 }
 
-// How long the job may take to end after a rank failed, before SIGKILL; and how
-// long output may still arrive after the launcher exited (a process that kept the
-// pipe open must not hold hvdrun).
+// How long the launcher has to end a failed job by itself before hvdrun's SIGTERM;
+// how long the job may take to end after that, before SIGKILL; and how long output
+// may still arrive after the launcher exited (a process that kept the pipe open must
+// not hold hvdrun).
+constexpr double kLauncherEndsJobSeconds = 3;
 constexpr double kTerminateGraceSeconds = 5;
 constexpr double kDrainSeconds = 2;
 
@@ -106,11 +108,12 @@ void read_event_files(const std::string& events_dir, JobWatch* watch) {
 
 // Waits for the launcher while relaying its stderr (err_fd), ending the job when a
 // rank monitor reports the first failure. Returns the launcher's wait status.
-int relay_and_wait(pid_t pid, int err_fd, const std::string& events_dir, JobOutcome* outcome) {
+int relay_and_wait(pid_t pid, int err_fd, const std::string& events_dir, JobOutcome* outcome,
+                   bool* ended_by_hvdrun) {
   StderrRelay relay;
   bool open = true, exited = false;
   int status = 0;
-  double terminated_at = -1, exited_at = -1;
+  double failed_at = -1, terminated_at = -1, exited_at = -1;
   bool killed = false;
   char buf[65536];
   while (open || !exited) {
@@ -141,7 +144,15 @@ int relay_and_wait(pid_t pid, int err_fd, const std::string& events_dir, JobOutc
     if (!events_dir.empty()) read_event_files(events_dir, &relay.watch());
     // Ranks that die of a signal the user sent through hvdrun are not failures to
     // report; the job is already ending.
-    if (relay.take_new_failure() && !exited && g_forwarded_signal == 0) {
+    if (relay.take_new_failure() && g_forwarded_signal == 0) failed_at = monotonic_seconds();
+    // The launcher ends the job itself when a rank fails (Hydra and mpirun kill the
+    // others), and terminating mpirun while it does has crashed it (Open MPI 4.1:
+    // SIGSEGV in its abort, the job's status lost). hvdrun steps in at once only for
+    // a rank that exited cleanly leaving peers waiting in initialization, which no
+    // launcher counts as a failure; otherwise after the launcher's grace.
+    if (failed_at >= 0 && terminated_at < 0 && !exited && g_forwarded_signal == 0 &&
+        (relay.first_failure()->left_peers_waiting ||
+         monotonic_seconds() - failed_at > kLauncherEndsJobSeconds)) {
       write_all(STDERR_FILENO, "hvdrun: ending the job: " +
                                    describe_rank_exit(*relay.first_failure()) + "\n");
       ::kill(-pid, SIGTERM);
@@ -158,6 +169,7 @@ int relay_and_wait(pid_t pid, int err_fd, const std::string& events_dir, JobOutc
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
   outcome->first_failure = relay.first_failure();
+  *ended_by_hvdrun = terminated_at >= 0;
   return status;
 }
 
@@ -253,9 +265,10 @@ JobOutcome run_job(const LaunchCommand& command, bool watch_ranks, const std::st
   ::close(report[0]);
 
   int status = 0;
+  bool ended_by_hvdrun = false;
   if (watch_ranks) {
     ::close(err_pipe[1]);
-    status = relay_and_wait(pid, err_pipe[0], events_dir, &outcome);
+    status = relay_and_wait(pid, err_pipe[0], events_dir, &outcome, &ended_by_hvdrun);
     ::close(err_pipe[0]);
   } else {
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -263,6 +276,12 @@ JobOutcome run_job(const LaunchCommand& command, bool watch_ranks, const std::st
   }
   g_job_pgid = 0;
   outcome.forwarded_signal = g_forwarded_signal;
+  if (WIFSIGNALED(status) && g_forwarded_signal == 0 && !ended_by_hvdrun) {
+    // Its ranks on this node are in its process group and would run on without it,
+    // holding their devices: a rank waiting in a collective never returns.
+    outcome.launcher_crash_signal = WTERMSIG(status);
+    ::kill(-pid, SIGKILL);
+  }
   for (size_t i = 0; i < 4; ++i) ::sigaction(kForwarded[i], &old_actions[i], nullptr);
 
   if (n == static_cast<ssize_t>(sizeof exec_errno)) {

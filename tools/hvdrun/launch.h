@@ -21,6 +21,10 @@ struct JobOutcome {
   std::string error;      // why it could not start
   std::optional<RankExit> first_failure;  // watch_ranks: the earliest rank failure
   int forwarded_signal = 0;  // a signal hvdrun passed on to the job (the user stopped it)
+  // A signal that ended the launcher itself, neither passed on by hvdrun nor sent by it
+  // to end a failed job: the launcher crashed (Open MPI's mpirun has segfaulted while
+  // relaying several ranks' MPI_Abort). What it left of the job here has been killed.
+  int launcher_crash_signal = 0;
 };
 
 // events_dir: with watch_ranks, where the rank monitors write their markers as files
