@@ -23,7 +23,7 @@ void finish_allreduce_spec(TensorSpec* spec, hvd_reduce_op_t op, const OptionsSh
 
 // shape: the options' shape when it describes this tensor (ndim 0 otherwise).
 Error allreduce_request(const void* sendbuf, void* recvbuf, int64_t count, hvd_dtype_t dtype,
-                        hvd_reduce_op_t op, std::string name, const OpOptions& opts,
+                        hvd_reduce_op_t op, std::string&& name, const OpOptions& opts,
                         const OptionsShape& shape, Request* out) {
   // Early returns: each check's Error is made in place and dropped, never assigned
   // over another (a string move per check was a measurable share of a small tensor's
@@ -116,10 +116,12 @@ HVD_API hvd_status_t hvd_allreduce_async(const void* sendbuf, void* recvbuf, int
     std::shared_ptr<ProcessSet> set;
     std::string resolved;
     HVD_TRY(begin({"hvd_allreduce_async", "allreduce", name}, options, &rt, &opts, &set, &resolved));
+    RefusalNotice notice(*rt, OpType::Allreduce, resolved, opts.process_set);
     HVD_TRY(check_handle_out(handle));
     Request request;
     HVD_TRY(allreduce_request(sendbuf, recvbuf, count, dtype, op, std::move(resolved), opts,
                               opts.shape, &request));
+    notice.accept();
     return finish(enqueue(*rt, std::move(request), handle));
   })
 }
@@ -148,6 +150,8 @@ HVD_API hvd_status_t hvd_grouped_allreduce_async(int ntensors, const void* const
     std::string base;
     HVD_TRY(begin({"hvd_grouped_allreduce_async", "grouped_allreduce", name}, options, &rt, &opts, &set,
                   &base));
+    RefusalNotice notice(*rt, OpType::Allreduce, base, opts.process_set);
+    notice.group(ntensors);
     HVD_TRY(check_handle_out(handle));
     HVD_TRY(check_group(ntensors, {{sendbufs, "sendbufs"}, {recvbufs, "recvbufs"}, {counts, "counts"}},
                         "grouped_allreduce"));
@@ -164,11 +168,11 @@ HVD_API hvd_status_t hvd_grouped_allreduce_async(int ntensors, const void* const
     HVD_TRY(check_reduce_op(op));
     return finish(enqueue_group(
         *rt, ntensors, base,
-        [&, dtype, op](int i, const std::string& member, Request* request) {
-          return allreduce_request(sendbufs[i], recvbufs[i], counts[i], dtype, op, member, opts, opts.shape,
-                                   request);
+        [&, dtype, op](int i, std::string&& member, Request* request) {
+          return allreduce_request(sendbufs[i], recvbufs[i], counts[i], dtype, op, std::move(member), opts,
+                                   opts.shape, request);
         },
-        handle));
+        handle, &notice));
   })
 }
 
@@ -195,6 +199,7 @@ HVD_API hvd_status_t hvd_broadcast_async(void* buffer, int64_t count, hvd_dtype_
     std::shared_ptr<ProcessSet> set;
     std::string resolved;
     HVD_TRY(begin({"hvd_broadcast_async", "broadcast", name}, options, &rt, &opts, &set, &resolved));
+    RefusalNotice notice(*rt, OpType::Broadcast, resolved, opts.process_set);
     HVD_TRY(check_handle_out(handle));
     HVD_TRY(check_dtype(dtype));
     HVD_TRY(check_count(count, dtype));
@@ -202,6 +207,7 @@ HVD_API hvd_status_t hvd_broadcast_async(void* buffer, int64_t count, hvd_dtype_
     HVD_TRY(check_buffer(buffer, count * static_cast<int64_t>(dtype_size(dtype)), "buffer"));
     HVD_TRY(check_root(root_rank, *set));
     HVD_TRY(check_placement(buffer, opts.device, resolved, "buffer"));
+    notice.accept();
     std::vector<Request> requests(1);
     Request& r = requests[0];
     r = make_request(std::move(resolved), opts, OpType::Broadcast, dtype);

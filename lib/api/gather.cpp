@@ -102,10 +102,12 @@ HVD_API hvd_status_t hvd_allgather_async(const void* sendbuf, int ndim, const in
     std::shared_ptr<ProcessSet> set;
     std::string resolved;
     HVD_TRY(begin({"hvd_allgather_async", "allgather", name}, options, &rt, &opts, &set, &resolved));
+    RefusalNotice notice(*rt, OpType::Allgather, resolved, opts.process_set);
     HVD_TRY(check_handle_out(handle));
     std::vector<Request> requests(1);
     HVD_TRY(allgather_request(sendbuf, ndim, shape, dtype, recvbuf, recv_dim0, recv_dim0_per_rank,
                               resolved, opts, &requests[0]));
+    notice.accept();
     return finish(enqueue(*rt, std::move(requests), handle));
   })
 }
@@ -133,6 +135,7 @@ HVD_API hvd_status_t hvd_alltoall_async(const void* sendbuf, int ndim, const int
     std::shared_ptr<ProcessSet> set;
     std::string resolved;
     HVD_TRY(begin({"hvd_alltoall_async", "alltoall", name}, options, &rt, &opts, &set, &resolved));
+    RefusalNotice notice(*rt, OpType::Alltoall, resolved, opts.process_set);
     HVD_TRY(check_handle_out(handle));
     HVD_TRY(check_output_pointers(recvbuf, recv_dim0));
     HVD_TRY(scaling_is_neutral(opts, "alltoall"));
@@ -171,6 +174,7 @@ HVD_API hvd_status_t hvd_alltoall_async(const void* sendbuf, int ndim, const int
     r.out_buffer = recvbuf;
     r.out_dim0 = recv_dim0;
     r.out_per_rank = recv_splits;
+    notice.accept();
     return finish(enqueue(*rt, std::move(requests), handle));
   })
 }
@@ -198,10 +202,12 @@ HVD_API hvd_status_t hvd_reducescatter_async(const void* sendbuf, void* recvbuf,
     std::shared_ptr<ProcessSet> set;
     std::string resolved;
     HVD_TRY(begin({"hvd_reducescatter_async", "reducescatter", name}, options, &rt, &opts, &set, &resolved));
+    RefusalNotice notice(*rt, OpType::Reducescatter, resolved, opts.process_set);
     HVD_TRY(check_handle_out(handle));
     std::vector<Request> requests(1);
     HVD_TRY(reducescatter_request(*set, sendbuf, recvbuf, ndim, shape, dtype, op, resolved, opts,
                                   &requests[0]));
+    notice.accept();
     return finish(enqueue(*rt, std::move(requests), handle));
   })
 }
@@ -230,6 +236,8 @@ HVD_API hvd_status_t hvd_grouped_allgather_async(int ntensors, const void* const
     std::string base;
     HVD_TRY(begin({"hvd_grouped_allgather_async", "grouped_allgather", name}, options, &rt, &opts, &set,
                   &base));
+    RefusalNotice notice(*rt, OpType::Allgather, base, opts.process_set);
+    notice.group(ntensors);
     HVD_TRY(check_handle_out(handle));
     HVD_TRY(check_group(ntensors,
                         {{sendbufs, "sendbufs"}, {ndims, "ndims"}, {shapes, "shapes"},
@@ -243,7 +251,7 @@ HVD_API hvd_status_t hvd_grouped_allgather_async(int ntensors, const void* const
           return allgather_request(sendbufs[i], ndims[i], shapes[i], dtype, &recvbufs[i], &recv_dim0s[i],
                                    per_rank, member, opts, request);
         },
-        handle));
+        handle, &notice));
   })
 }
 
@@ -273,6 +281,8 @@ HVD_API hvd_status_t hvd_grouped_reducescatter_async(int ntensors, const void* c
     std::string base;
     HVD_TRY(begin({"hvd_grouped_reducescatter_async", "grouped_reducescatter", name}, options, &rt, &opts,
                   &set, &base));
+    RefusalNotice notice(*rt, OpType::Reducescatter, base, opts.process_set);
+    notice.group(ntensors);
     HVD_TRY(check_handle_out(handle));
     HVD_TRY(check_group(ntensors,
                         {{sendbufs, "sendbufs"}, {recvbufs, "recvbufs"}, {ndims, "ndims"}, {shapes, "shapes"}},
@@ -285,7 +295,7 @@ HVD_API hvd_status_t hvd_grouped_reducescatter_async(int ntensors, const void* c
           return reducescatter_request(*set, sendbufs[i], recvbufs[i], ndims[i], shapes[i], dtype, op,
                                        member, opts, request);
         },
-        handle));
+        handle, &notice));
   })
 }
 

@@ -1,5 +1,6 @@
 #include "api/validate.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -31,6 +32,9 @@ static_assert(offsetof(hvd_op_options_t, shape) ==
               "the shape fields follow allocator_user_data");
 
 namespace {
+
+// Members of a refused group announced one by one (RefusalNotice).
+constexpr int kMaxRefusedMembers = 1 << 16;
 
 Error read_options_shape(const OptionsShape& shape) {
   if (shape.ndim < 0 || shape.ndim > HVD_MAX_NDIM)
@@ -296,6 +300,31 @@ void fill_spec(TensorSpec* spec, const OpOptions& opts, OpType op, hvd_dtype_t d
   spec->process_set = opts.process_set;
   spec->prescale = opts.prescale;
   spec->postscale = opts.postscale;
+}
+
+RefusalNotice::~RefusalNotice() {
+  if (accepted_) return;
+  try {
+    // A group's count may be the very argument refused: where it is no count a rank
+    // could have queued, only the first member is named (its failure fails the
+    // group's others on every rank).
+    const bool counted = group_size_ >= 1 && group_size_ <= kMaxRefusedMembers;
+    const int members = grouped_ && counted ? group_size_ : 1;
+    const std::string why = std::uncaught_exceptions() > exceptions_
+                                ? std::string("it failed with an exception (out of memory or an internal error)")
+                                : std::string(last_error());
+    for (int i = 0; i < members; ++i) {
+      Refusal r;
+      r.name = grouped_ ? group_member_name(name_, i) : name_;
+      r.op = op_;
+      r.process_set = process_set_;
+      r.group_size = grouped_ ? members : 0;
+      r.message = why;
+      rt_.queue.push_refusal(std::move(r));
+    }
+  } catch (...) {
+    // Out of memory while refusing: the peers' stall inspector names this rank.
+  }
 }
 
 hvd_status_t finish(const Error& error) {

@@ -2,6 +2,7 @@
 // which argument was wrong and what is accepted.
 #pragma once
 
+#include <exception>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -62,6 +63,39 @@ Error check_root(int root_rank, const ProcessSet& set);
 Error resolve_name(Runtime& rt, const char* name, const char* op, int32_t process_set,
                    std::string* out);
 
+// Made after begin() succeeded: the process set's other ranks made (or will make) the
+// same call and would wait for this rank's tensor for ever if a later check refused
+// it here. Unless accept()ed just before the call is queued, the destructor announces
+// the refusal with the refusing error's message (hvd_last_error's), and the tensor
+// fails on every rank with it (core/request.h: Refusal). A call rejected when it is
+// queued (a duplicate name, shut down) is no refusal: the name's call is in flight,
+// or nothing is.
+class RefusalNotice {
+ public:
+  RefusalNotice(Runtime& rt, OpType op, const std::string& name, int32_t process_set)
+      : rt_(rt), op_(op), name_(name), process_set_(process_set),
+        exceptions_(std::uncaught_exceptions()) {}
+  RefusalNotice(const RefusalNotice&) = delete;
+  RefusalNotice& operator=(const RefusalNotice&) = delete;
+  ~RefusalNotice();
+  // A grouped call named its base: each member "<base>.<i>" is refused.
+  void group(int ntensors) {
+    grouped_ = true;
+    group_size_ = ntensors;
+  }
+  void accept() { accepted_ = true; }
+
+ private:
+  Runtime& rt_;
+  OpType op_;
+  const std::string& name_;  // the caller's resolved name, unmoved until accept()
+  int32_t process_set_;
+  int exceptions_;
+  bool grouped_ = false;
+  int group_size_ = 0;
+  bool accepted_ = false;
+};
+
 // A grouped call's checks: a positive tensor count and every per-tensor array given
 // (named in the message when NULL).
 struct ArrayArgument {
@@ -73,15 +107,17 @@ Error check_group(int ntensors, std::initializer_list<ArrayArgument> arrays, con
 std::string group_member_name(const std::string& base, int i);
 // Builds each member's request with make_member(i, member name, &request), marks it
 // as one of the group's ntensors, and enqueues them all under one handle.
+// The notice is accepted once every member passed its checks.
 template <class MakeMember>
 Error enqueue_group(Runtime& rt, int ntensors, const std::string& base, MakeMember make_member,
-                    hvd_handle_t* handle) {
+                    hvd_handle_t* handle, RefusalNotice* notice) {
   std::vector<Request> requests(static_cast<size_t>(ntensors));
   for (int i = 0; i < ntensors; ++i) {
     Error err = make_member(i, group_member_name(base, i), &requests[static_cast<size_t>(i)]);
     if (!err.ok()) return err;
     requests[static_cast<size_t>(i)].spec.group_size = ntensors;
   }
+  notice->accept();
   return enqueue(rt, std::move(requests), handle);
 }
 

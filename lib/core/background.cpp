@@ -331,7 +331,8 @@ Error BackgroundLoop::administer(const Response& response, Request* local) {
 void BackgroundLoop::fail_everything(const Error& error) {
   rt_.queue.close(error.message);
   std::vector<Request> queued;
-  rt_.queue.drain(&queued);
+  std::vector<Refusal> refused;  // nobody is left to tell
+  rt_.queue.drain(&queued, &refused);
   controller_.intake(std::move(queued));
   for (Request& r : controller_.take_all_local()) complete(std::move(r), error);
 }
@@ -409,7 +410,11 @@ Error BackgroundLoop::run_round(bool* shutdown) {
   const int caller = early ? rt_.queue.last_pusher() : 0;
   const int64_t early_delay = early ? own_delay_.read(current_thread_id()) : -1;
   const int64_t caller_delay = early ? caller_delay_.read(caller) : -1;
-  rt_.queue.drain(&fresh_);
+  rt_.queue.drain(&fresh_, &refusals_);
+  if (!refusals_.empty()) {  // before the requests: some may be the same calls again
+    controller_.refuse(std::move(refusals_));
+    refusals_.clear();
+  }
   if (!fresh_.empty()) {
     controller_.intake(std::move(fresh_));
     fresh_.clear();  // moved-from requests; the capacity stays for the next round

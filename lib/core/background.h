@@ -136,6 +136,7 @@ class BackgroundLoop {
   std::vector<uint8_t> gathered_;
   std::vector<Response> ready_;  // this round's responses (capacity reused)
   std::vector<Request> fresh_;   // requests drained this round (capacity reused)
+  std::vector<Refusal> refusals_;  // calls this rank refused, drained this round
   // Last: it is stopped before anything it may read in flight (device_, ready_) goes.
   OpWatchdog watchdog_;
 };

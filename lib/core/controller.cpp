@@ -1,6 +1,7 @@
 #include "core/controller.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string_view>
 #include <unordered_set>
 
@@ -105,6 +106,25 @@ void Controller::intake(std::vector<Request>&& requests) {
   }
 }
 
+void Controller::refuse(std::vector<Refusal>&& refusals) {
+  for (Refusal& r : refusals) {
+    WireEntry e;
+    e.kind = WireKind::Refused;
+    e.spec.op = r.op;
+    e.spec.process_set = r.process_set;
+    e.spec.group_size = r.group_size;
+    // The other ranks' requests may wait on the tensor's cache slot, where a refusal
+    // never arrives: dropping the slot sends them to announcements.
+    if (cache_.capacity() > 0) {
+      const int slot = cache_.find(TensorQueue::key_of(r.process_set, r.name));
+      if (slot >= 0) invalid_slots_.push_back(slot);
+    }
+    e.name = std::move(r.name);
+    e.text = std::move(r.message);
+    refusals_.push_back(std::move(e));
+  }
+}
+
 int Controller::cached_slot(const Request& r) {
   if (cache_.capacity() == 0) return -1;
   NameEntry* entry = r.name_entry;
@@ -162,7 +182,8 @@ void Controller::fill_bits(uint64_t* words, bool shutdown_requested, double stal
       }
   }
   // Requests kept by key are announced, not cached.
-  const bool only_cached = unannounced_.empty() && decisions_.empty() && pending_.empty();
+  const bool only_cached =
+      unannounced_.empty() && decisions_.empty() && refusals_.empty() && pending_.empty();
   for (size_t w = 0; w < waiting_bits_.size(); ++w) {
     const uint64_t waiting = waiting_bits_[w];
     words[w] |= waiting;
@@ -174,7 +195,7 @@ void Controller::fill_bits(uint64_t* words, bool shutdown_requested, double stal
   }
   for (int slot : invalid_slots_) words[words_ + slot / 64] &= ~(uint64_t{1} << (slot % 64));
   uint64_t flags = 0;
-  if (unannounced_.empty() && decisions_.empty()) flags |= kFlagNoAnnouncements;
+  if (unannounced_.empty() && decisions_.empty() && refusals_.empty()) flags |= kFlagNoAnnouncements;
   if (!busy()) flags |= kFlagNotBusy;
   if (!shutdown_requested) flags |= kFlagNoShutdown;
   if (only_cached) flags |= kFlagOnlyCached;
@@ -251,6 +272,8 @@ size_t Controller::set_cache_enabled(bool enabled) {
 void Controller::encode_message(std::vector<uint8_t>* out) {
   WireMessage message;
   const double now = now_seconds();
+  for (WireEntry& r : refusals_) message.entries.push_back(std::move(r));
+  refusals_.clear();
   for (const std::string& key : unannounced_) {
     auto it = pending_.find(key);
     if (it == pending_.end() || it->second.announced) continue;
@@ -271,6 +294,13 @@ void Controller::encode_message(std::vector<uint8_t>* out) {
 Error Controller::apply_messages(const std::vector<uint8_t>& data, const std::vector<int>& counts,
                                  const std::vector<int>& displs) {
   double now = now_seconds();
+  auto replay = [&] {
+    while (!replay_.empty()) {
+      std::vector<std::pair<int, WireEntry>> entries = std::move(replay_);
+      replay_.clear();
+      for (auto& [rank, e] : entries) apply_entry(rank, std::move(e), now);
+    }
+  };
   for (int rank = 0; rank < world_size_; ++rank) {
     WireMessage message;
     Error err = wire_decode(data.data() + displs[rank], static_cast<size_t>(counts[rank]), &message);
@@ -279,67 +309,96 @@ Error Controller::apply_messages(const std::vector<uint8_t>& data, const std::ve
       return err;
     }
     for (WireEntry& e : message.entries) {
-      if (e.kind == WireKind::Tuning) {
-        if (rank == 0) {  // only the coordinator tunes
-          tuning_received_ = e.text;
-          has_tuning_ = true;
-        }
-        continue;
-      }
-      std::string key = TensorQueue::key_of(e.spec.process_set, e.name);
-      if (e.kind == WireKind::Timeout) {
-        auto it = table_.find(key);
-        if (it == table_.end()) continue;  // completed meanwhile
-        Response response;
-        response.key = key;
-        response.name = e.name;
-        response.spec = e.spec;
-        response.error = Error{HVD_ERR_TIMEOUT, e.text};
-        table_.erase(it);
-        add_ready(std::move(response));
-        continue;
-      }
-      if (e.spec.op == OpType::Join) {
-        record_join(rank, key, e.name);
-        continue;
-      }
-      auto set = sets_->find(e.spec.process_set);
-      if (!set || rank >= static_cast<int>(set->set_rank_of.size()) ||
-          set->set_rank_of[rank] < 0) {
-        HVD_LOG(Warning, "rank %d announced '%s' on process set %d it is not in; ignored", rank,
-                e.name.c_str(), e.spec.process_set);
-        continue;
-      }
-      int set_rank = set->set_rank_of[rank];
-      auto [it, fresh] = table_.try_emplace(key);
-      Announcement& a = it->second;
-      if (fresh) {
-        a.name = e.name;
-        a.process_set = e.spec.process_set;
-        a.specs.resize(set->size());
-        a.have.assign(set->size(), 0);
-        a.first_seen = now - e.waited;
-        table_order_.push_back(key);
-      }
-      // A stall is as old as the longest wait of any rank that announced the tensor.
-      a.first_seen = std::min(a.first_seen, now - e.waited);
-      if (a.have[set_rank]) continue;
-      a.have[set_rank] = 1;
-      if (timeline_ && timeline_->enabled()) {
-        const std::string row = timeline_row(e.spec, e.name);
-        if (fresh) timeline_->negotiate_start(row, op_type_label(e.spec.op));
-        timeline_->negotiate_rank_ready(row, rank);
-      }
-      a.specs[set_rank] = std::move(e.spec);
-      ++a.count;
-      if (try_complete(key, a, *set)) table_.erase(it);
+      apply_entry(rank, std::move(e), now);
+      replay();
     }
   }
   fail_group_members();
+  replay();
   if (table_order_.size() > 2 * table_.size() + 64) {
     std::erase_if(table_order_, [&](const std::string& k) { return !table_.count(k); });
   }
   return Error::success();
+}
+
+void Controller::apply_entry(int rank, WireEntry&& e, double now) {
+  if (e.kind == WireKind::Tuning) {
+    if (rank == 0) {  // only the coordinator tunes
+      tuning_received_ = e.text;
+      has_tuning_ = true;
+    }
+    return;
+  }
+  std::string key = TensorQueue::key_of(e.spec.process_set, e.name);
+  if (e.kind == WireKind::Timeout) {
+    auto it = table_.find(key);
+    if (it == table_.end()) return;  // completed meanwhile
+    Response response;
+    response.key = key;
+    response.name = e.name;
+    response.spec = e.spec;
+    response.error = Error{HVD_ERR_TIMEOUT, e.text};
+    response.refused_here = refused_locally(it->second);
+    erase_announcement(it);
+    add_ready(std::move(response));
+    return;
+  }
+  if (e.spec.op == OpType::Join) {
+    record_join(rank, key, e.name);
+    return;
+  }
+  auto set = sets_->find(e.spec.process_set);
+  if (!set || rank >= static_cast<int>(set->set_rank_of.size()) || set->set_rank_of[rank] < 0) {
+    HVD_LOG(Warning, "rank %d announced '%s' on process set %d it is not in; ignored", rank,
+            e.name.c_str(), e.spec.process_set);
+    return;
+  }
+  int set_rank = set->set_rank_of[rank];
+  auto [it, fresh] = table_.try_emplace(key);
+  Announcement& a = it->second;
+  if (fresh) {
+    a.name = e.name;
+    a.process_set = e.spec.process_set;
+    a.specs.resize(set->size());
+    a.have.assign(set->size(), 0);
+    a.first_seen = now - e.waited;
+    table_order_.push_back(key);
+  }
+  if (a.have[set_rank]) {
+    // The rank's call after the one it refused: it waits for this one to complete.
+    if (!a.refused.empty() && a.refused[set_rank]) a.deferred.emplace_back(rank, std::move(e));
+    return;
+  }
+  // A stall is as old as the longest wait of any rank that announced the tensor.
+  a.first_seen = std::min(a.first_seen, now - e.waited);
+  a.have[set_rank] = 1;
+  if (e.kind == WireKind::Refused) {
+    if (a.refused.empty()) a.refused.assign(set->size(), 0);
+    a.refused[set_rank] = 1;
+    if (a.refusals++ == 0 || rank < a.refusing_rank) {
+      a.refusing_rank = rank;
+      a.refusal = std::move(e.text);
+    }
+  }
+  if (timeline_ && timeline_->enabled()) {
+    const std::string row = timeline_row(e.spec, e.name);
+    if (fresh) timeline_->negotiate_start(row, op_type_label(e.spec.op));
+    timeline_->negotiate_rank_ready(row, rank);
+  }
+  a.specs[set_rank] = std::move(e.spec);
+  ++a.count;
+  if (try_complete(key, a, *set)) erase_announcement(it);
+}
+
+bool Controller::refused_locally(const Announcement& a) const {
+  if (a.refused.empty()) return false;
+  auto set = sets_->find(a.process_set);
+  return set && set->my_set_rank >= 0 && a.refused[static_cast<size_t>(set->my_set_rank)];
+}
+
+void Controller::erase_announcement(std::unordered_map<std::string, Announcement>::iterator it) {
+  for (auto& entry : it->second.deferred) replay_.push_back(std::move(entry));
+  table_.erase(it);
 }
 
 bool Controller::try_complete(const std::string& key, Announcement& a, const ProcessSet& set) {
@@ -347,6 +406,24 @@ bool Controller::try_complete(const std::string& key, Announcement& a, const Pro
   for (int i = 0; i < set.size(); ++i)
     if (!a.have[i] && joined_[set.ranks[i]]) ++joined_missing;
   if (a.count + joined_missing < set.size()) return false;
+  if (a.refusals > 0) {
+    Response response = refused_response(key, a, set);
+    // A refusing rank refuses each member of its group, as many as it passed; a group
+    // larger elsewhere (the count was the argument refused) fails its other members
+    // with this one, or the ranks that passed them would wait for ever.
+    int32_t members = 0, refused_members = INT32_MAX;
+    for (int i = 0; i < set.size(); ++i) {
+      if (!a.have[i]) continue;
+      const int32_t n = a.specs[static_cast<size_t>(i)].group_size;
+      members = std::max(members, n);
+      if (a.refused[static_cast<size_t>(i)]) refused_members = std::min(refused_members, n);
+    }
+    const size_t dot = a.name.rfind('.');
+    if (members > refused_members && dot != std::string::npos)
+      failed_groups_.push_back({a.name.substr(0, dot), a.process_set, members, response.error});
+    add_ready(std::move(response));
+    return true;
+  }
   std::vector<TensorSpec> specs;
   std::vector<int> ranks;
   for (int i = 0; i < set.size(); ++i) {
@@ -385,6 +462,32 @@ bool Controller::try_complete(const std::string& key, Announcement& a, const Pro
   return true;
 }
 
+Response Controller::refused_response(const std::string& key, const Announcement& a,
+                                      const ProcessSet& set) const {
+  Response response;
+  response.key = key;
+  response.name = a.name;
+  // A spec that some rank's request was made with, where one exists: the executor
+  // completes the local requests under it.
+  auto first_with = [&](bool unrefused_only) {
+    for (int i = 0; i < set.size(); ++i)
+      if (a.have[i] && !(unrefused_only && a.refused[static_cast<size_t>(i)])) return i;
+    return -1;
+  };
+  int source = first_with(true);
+  if (source < 0) source = first_with(false);
+  response.spec = a.specs[static_cast<size_t>(source)];
+  response.refused_here = set.my_set_rank >= 0 && a.refused[static_cast<size_t>(set.my_set_rank)];
+  const std::string others =
+      a.refusals > 1 ? " (and " + std::to_string(a.refusals - 1) + " other rank(s))" : "";
+  response.error = make_error(HVD_ERR_MISMATCH,
+                              "%s of tensor '%s' fails on every rank of process set %d: rank %d%s "
+                              "refused its call: %s",
+                              op_type_name(response.spec.op), a.name.c_str(), a.process_set,
+                              a.refusing_rank, others.c_str(), a.refusal.c_str());
+  return response;
+}
+
 // Every rank pushes a group's members at once, so by the end of the round in which a
 // member's agreement failed, each rank that will ever announce the group's other
 // members has done so: they fail here with the member's error, on every rank alike.
@@ -405,7 +508,8 @@ void Controller::fail_group_members() {
         }
       response.error = make_error(group.error.status, "tensor '%s' fails with its group: %s",
                                   name.c_str(), group.error.message.c_str());
-      table_.erase(it);
+      response.refused_here = refused_locally(a);
+      erase_announcement(it);
       add_ready(std::move(response));
     }
   }
@@ -434,7 +538,7 @@ void Controller::record_join(int world_rank, const std::string& key, const std::
     auto it = table_.find(k);
     if (it == table_.end()) continue;
     auto set = sets_->find(it->second.process_set);
-    if (set && try_complete(k, it->second, *set)) table_.erase(it);
+    if (set && try_complete(k, it->second, *set)) erase_announcement(it);
   }
 }
 
@@ -576,6 +680,7 @@ int Controller::local_slot(const Response& response) const {
 }
 
 bool Controller::take_local(const Response& response, Request* out) {
+  if (response.refused_here) return false;  // a request under its key is a later call
   if (const int slot = local_slot(response); slot >= 0) {
     release_slot(slot);
     *out = std::move(waiting_[slot].request);  // one move, not two through a Local
@@ -591,6 +696,7 @@ bool Controller::take_local(const Response& response, Request* out) {
 
 Request* Controller::take_local_in_place(const Response& response,
                                          std::vector<Request>* announced) {
+  if (response.refused_here) return nullptr;  // a request under its key is a later call
   if (const int slot = local_slot(response); slot >= 0) {
     release_slot(slot);
     return &waiting_[slot].request;

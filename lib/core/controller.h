@@ -48,6 +48,11 @@ class Controller {
 
   // Takes new local requests (already checked for duplicate names).
   void intake(std::vector<Request>&& requests);
+  // Calls this rank refused (core/request.h: Refusal): announced with this round's
+  // messages. Every rank fails the tensor once each member of its set has announced
+  // or refused it; a request that waits on the tensor's cache slot is announced by
+  // name instead (the slot is invalidated), so it meets the refusal.
+  void refuse(std::vector<Refusal>&& refusals);
 
   bool busy() const { return !pending_.empty() || waiting_count_ > 0; }
   bool has_unannounced() const { return !unannounced_.empty(); }
@@ -152,6 +157,14 @@ class Controller {
     std::vector<char> have;
     int count = 0;
     double first_seen = 0;
+    // Set ranks that refused the call (empty: none did), and the lowest one's message.
+    std::vector<char> refused;
+    int refusing_rank = -1;  // world rank
+    int refusals = 0;
+    std::string refusal;
+    // A refusing rank may call again under the name before the others have announced
+    // the refused call: its new announcement waits here until this one completes.
+    std::vector<std::pair<int, WireEntry>> deferred;
   };
 
   // The response cache slot of a request's key, or -1: the hint its name entry keeps
@@ -172,8 +185,15 @@ class Controller {
   int local_slot(const Response& response) const;
   // Keeps a request by key; returns the key.
   const std::string& add_pending(Local&& local);
+  // One rank's entry of a round's messages.
+  void apply_entry(int rank, WireEntry&& e, double now);
   // Completes an announcement if every member has announced it or has joined.
   bool try_complete(const std::string& key, Announcement& a, const ProcessSet& set);
+  // The failure of an announcement some member refused.
+  Response refused_response(const std::string& key, const Announcement& a, const ProcessSet& set) const;
+  bool refused_locally(const Announcement& a) const;
+  // Removes a completed announcement; its deferred entries go to replay_.
+  void erase_announcement(std::unordered_map<std::string, Announcement>::iterator it);
   void record_join(int world_rank, const std::string& key, const std::string& name);
   bool joined_locally() const;
 
@@ -200,6 +220,7 @@ class Controller {
   std::vector<std::string> unannounced_;   // keys, in enqueue order
   std::vector<int> invalid_slots_;
   std::unordered_map<std::string, Announcement> table_;
+  std::vector<std::pair<int, WireEntry>> replay_;  // deferred entries, applied next
   // Groups (grouped allreduce, allgather, reducescatter) whose member failed to agree
   // this round: their other members fail too at the round's end (fail_group_members),
   // or a rank that submitted more members than its peers would wait on them for ever.
@@ -212,7 +233,10 @@ class Controller {
   std::vector<FailedGroup> failed_groups_;
   void fail_group_members();
   std::vector<std::string> table_order_;   // keys in first-seen order, for the inspector
-  std::vector<WireEntry> decisions_;       // coordinator's timeouts to send
+  std::vector<WireEntry> decisions_;       // coordinator's timeouts and tuning to send
+  // Calls this rank refused, sent first in the message: before any call under the
+  // same name that followed them.
+  std::vector<WireEntry> refusals_;
   std::vector<Response> ready_;  // [0, ready_count_) ready; the rest stale, for reuse
   size_t ready_count_ = 0;
   Timeline* timeline_ = nullptr;

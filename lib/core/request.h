@@ -78,6 +78,18 @@ struct Request {
   NameEntry* name_entry = nullptr;
 };
 
+// A call this rank refused (a bad argument) after its name and process set were
+// known. The set's other ranks made, or will make, the same call and would wait for
+// this rank's tensor for ever; the refusal is announced to them instead, and the
+// tensor fails on every rank with this rank's message (Controller::refuse).
+struct Refusal {
+  std::string name;
+  OpType op = OpType::Allreduce;
+  int32_t process_set = 0;
+  int32_t group_size = 0;  // a grouped call's member: the group's tensor count
+  std::string message;     // why this rank refused it
+};
+
 // Names libhvd gives unnamed calls: "<op>.noname.<n>", n counting per process set
 // (Horovod's form), so a new name every call.
 inline constexpr const char* kAutoNameInfix = ".noname.";

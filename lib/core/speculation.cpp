@@ -77,8 +77,11 @@ int Speculation::completed_index(const uint64_t* words, std::span<const Response
   if (slot_ < 0) return -1;
   // AND of the ids equals AND of the complements' complement only if all ids agree.
   if (words[0] != ~words[1] || words[0] != static_cast<uint64_t>(slot_)) return -1;
+  // The slot's cached response, not another under the key: a call refused on some
+  // rank fails under the same key (by name) in the round that drops its slot.
   for (size_t i = 0; i < ready.size(); ++i)
-    if (ready[i].key == key_) return static_cast<int>(i);
+    if (ready[i].key == key_ && ready[i].cache_slot == slot_ && ready[i].error.ok())
+      return static_cast<int>(i);
   return -1;  // e.g. a rank's request went stale and the slot was dropped this round
 }
 

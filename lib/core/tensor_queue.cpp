@@ -143,8 +143,12 @@ void TensorQueue::release_locked(Request& r) {
   }
 }
 
-void TensorQueue::drain(std::vector<Request>* out) {
+void TensorQueue::drain(std::vector<Request>* out, std::vector<Refusal>* refused) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (!refusals_.empty()) {
+    for (Refusal& r : refusals_) refused->push_back(std::move(r));
+    refusals_.clear();
+  }
   poked_ = false;
   flushed_ = false;
   drains_.fetch_add(1, std::memory_order_release);
@@ -155,6 +159,19 @@ void TensorQueue::drain(std::vector<Request>* out) {
   }
   for (Request& r : queue_) out->push_back(std::move(r));
   queue_.clear();
+}
+
+void TensorQueue::push_refusal(Refusal&& refusal) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // A call under a name already in flight here would have been refused as a
+    // duplicate: the call in flight is the one the peers match.
+    if (closed_ || names_.in_flight(refusal.process_set, refusal.name)) return;
+    refusals_.push_back(std::move(refusal));
+    poked_ = true;  // a round must carry it even if nothing else is queued
+    signalled_.store(true, std::memory_order_release);
+  }
+  cv_.notify_one();
 }
 
 void TensorQueue::release_name(const std::string& key) {

@@ -34,8 +34,13 @@ class TensorQueue {
   bool push_repeat(std::string_view name, const TensorSpec& spec, const void* send, void* recv,
                    HandleState* handle, double enqueue_time);
 
-  // Moves every queued request into *out (appending).
-  void drain(std::vector<Request>* out);
+  // Moves every queued request into *out and every refusal into *refused (appending),
+  // under one lock: a refusal is announced no later than a call pushed after it.
+  void drain(std::vector<Request>* out, std::vector<Refusal>* refused);
+  // A call refused on this rank, for the background thread to announce (it is woken);
+  // dropped after close() or while the name is in flight here. Holds no name: the
+  // caller may call again under it at once.
+  void push_refusal(Refusal&& refusal);
 
   // Called when an operation completes: its name may be used again.
   void release_name(Request& completed);
@@ -84,6 +89,7 @@ class TensorQueue {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<Request> queue_;
+  std::vector<Refusal> refusals_;
   // Marks a request's name in flight with one lookup and sets its key_hash and
   // name_entry; false if it is in flight already.
   bool acquire_name(Request& request);

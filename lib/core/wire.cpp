@@ -89,7 +89,7 @@ void wire_encode(const WireMessage& message, std::vector<uint8_t>* out) {
     w.put<uint8_t>(s.shape_given ? 1 : 0);
     w.put_vector(s.shape);
     w.put_vector(s.splits);
-    if (e.kind == WireKind::Timeout || e.kind == WireKind::Tuning) w.put_string(e.text);
+    if (e.kind != WireKind::Request) w.put_string(e.text);
     if (e.kind == WireKind::Request) w.put<double>(e.waited);
   }
 }
@@ -106,7 +106,7 @@ Error wire_decode(const uint8_t* data, size_t size, WireMessage* out) {
     WireEntry e;
     uint8_t kind, op, dtype, reduce_op, shape_given = 0;
     TensorSpec& s = e.spec;
-    bool ok = r.get(&kind) && kind <= static_cast<uint8_t>(WireKind::Tuning) &&
+    bool ok = r.get(&kind) && kind <= static_cast<uint8_t>(WireKind::Refused) &&
               r.get_string(&e.name, kMaxNameBytes) && r.get(&op) && op < kNumOpTypes &&
               r.get(&dtype) && dtype_valid(dtype) && r.get(&reduce_op) &&
               reduce_op_valid(reduce_op) && r.get(&s.root) && r.get(&s.device) &&
@@ -114,9 +114,7 @@ Error wire_decode(const uint8_t* data, size_t size, WireMessage* out) {
               r.get(&s.group_size) && r.get(&shape_given) && shape_given <= 1 &&
               r.get_vector(&s.shape, HVD_MAX_NDIM) &&
               r.get_vector(&s.splits, 1u << 24);
-    if (ok && (kind == static_cast<uint8_t>(WireKind::Timeout) ||
-               kind == static_cast<uint8_t>(WireKind::Tuning)))
-      ok = r.get_string(&e.text, 1u << 20);
+    if (ok && kind != static_cast<uint8_t>(WireKind::Request)) ok = r.get_string(&e.text, 1u << 20);
     if (ok && kind == static_cast<uint8_t>(WireKind::Request))
       ok = r.get(&e.waited) && e.waited >= 0 && e.waited < 1e12;
     if (!ok)

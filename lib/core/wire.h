@@ -17,6 +17,7 @@ enum class WireKind : uint8_t {
   Request = 0,   // name + spec: this rank has enqueued the tensor
   Timeout = 1,   // name + process set + text: the coordinator fails a stalled tensor
   Tuning = 2,    // text: the coordinator's new tuned parameters (all ranks switch now)
+  Refused = 3,   // name + op, process set, group size + text: this rank refused the call
 };
 
 struct WireEntry {

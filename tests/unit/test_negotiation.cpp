@@ -87,7 +87,8 @@ void keys_hashed_once_match_keys_hashed_late(void**) {
   assert_int_equal(queue.push(std::move(a)).status, HVD_SUCCESS);
   assert_int_equal(queue.push(std::move(b)).status, HVD_SUCCESS);
   std::vector<Request> drained;
-  queue.drain(&drained);
+  std::vector<Refusal> refused;
+  queue.drain(&drained, &refused);
   assert_int_equal(drained.size(), 2);
   assert_true(drained[0].key_hash == hash_key("grad.0"));
   assert_true(drained[1].key_hash == hash_key(TensorQueue::key_of(1, "grad.0")));
@@ -105,7 +106,7 @@ void keys_hashed_once_match_keys_hashed_late(void**) {
   long_name.name = std::string(40, 'x');
   assert_int_equal(queue.push(std::move(long_name)).status, HVD_SUCCESS);
   drained.clear();
-  queue.drain(&drained);
+  queue.drain(&drained, &refused);
   release_all(queue, drained);
   assert_true(drained.back().name.empty());
   Request next;
