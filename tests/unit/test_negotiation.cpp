@@ -310,14 +310,62 @@ void wire_round_trip(void**) {
   t.name = "late";
   t.text = "ranks 1 never submitted it";
   m.entries.push_back(t);
+  WireEntry r;
+  r.kind = WireKind::Refused;
+  r.name = "grad.3";
+  r.spec.op = OpType::Reducescatter;
+  r.spec.process_set = 2;
+  r.spec.group_size = 4;
+  r.text = "recvbuf is NULL";
+  m.entries.push_back(r);
   std::vector<uint8_t> bytes;
   wire_encode(m, &bytes);
   WireMessage out;
   assert_true(wire_decode(bytes.data(), bytes.size(), &out).ok());
-  assert_int_equal(out.entries.size(), 2);
+  assert_int_equal(out.entries.size(), 3);
   assert_true(out.entries[0].name == e.name);
   assert_true(out.entries[0].spec == e.spec);
   assert_string_equal(out.entries[1].text.c_str(), t.text.c_str());
+  assert_true(out.entries[2].kind == WireKind::Refused);
+  assert_true(out.entries[2].spec == r.spec);
+  assert_string_equal(out.entries[2].text.c_str(), r.text.c_str());
+}
+
+// A refusal comes out of the queue with the requests, under one lock; one for a name
+// in flight here is dropped (the call in flight is the one the peers match), and it
+// holds no name: the same name can be pushed right after it.
+void refusals_drain_with_requests(void**) {
+  TensorQueue queue;
+  Request busy;
+  busy.name = "busy";
+  assert_int_equal(queue.push(std::move(busy)).status, HVD_SUCCESS);
+  Refusal dropped;
+  dropped.name = "busy";
+  dropped.message = "bad dtype";
+  queue.push_refusal(std::move(dropped));
+  Refusal kept;
+  kept.name = "fresh";
+  kept.message = "sendbuf is NULL";
+  queue.push_refusal(std::move(kept));
+  Request again;
+  again.name = "fresh";
+  assert_int_equal(queue.push(std::move(again)).status, HVD_SUCCESS);
+  assert_true(queue.ready());
+  std::vector<Request> drained;
+  std::vector<Refusal> refused;
+  queue.drain(&drained, &refused);
+  assert_int_equal(drained.size(), 2);
+  assert_int_equal(refused.size(), 1);
+  assert_string_equal(refused[0].name.c_str(), "fresh");
+  assert_string_equal(refused[0].message.c_str(), "sendbuf is NULL");
+  release_all(queue, drained);
+  queue.close("closed");
+  Refusal late;
+  late.name = "late";
+  queue.push_refusal(std::move(late));
+  refused.clear();
+  queue.drain(&drained, &refused);
+  assert_true(refused.empty());
 }
 
 void wire_rejects_every_truncation_and_corruption(void**) {
@@ -578,6 +626,7 @@ int main() {
       cmocka_unit_test(agreement_compares_given_shapes),
       cmocka_unit_test(agreement_allgather_keeps_rows_per_rank),
       cmocka_unit_test(wire_round_trip),
+      cmocka_unit_test(refusals_drain_with_requests),
       cmocka_unit_test(wire_rejects_every_truncation_and_corruption),
       cmocka_unit_test(planner_fuses_small_same_kind_tensors),
       cmocka_unit_test(planner_fuses_large_tensors_where_told),
