@@ -377,6 +377,20 @@ HVD_API hvd_status_t hvd_grouped_reducescatter_async(int ntensors, const void* c
  * set_size ranks; -1 for invalid arguments. Pure function, callable before init. */
 HVD_API int64_t hvd_reducescatter_rows(int64_t dim0, int set_rank, int set_size);
 
+/* A collective that a binding refused in its own language, before calling libhvd
+ * (Python's TypeError for an object that is no array). The process set's other ranks
+ * made or will make the call and would wait for this rank for ever; libhvd tells them
+ * as it tells them of the calls it refuses itself: the operation fails on every other
+ * rank with HVD_ERR_MISMATCH and a message naming this rank and `reason`.
+ * op: the function's name without "hvd_" and "_async": "allreduce", "broadcast",
+ * "allgather", "alltoall", "reducescatter", "grouped_allreduce", "grouped_allgather" or
+ * "grouped_reducescatter". name: the call's, or NULL for the automatic name the call
+ * would have taken (so later unnamed calls stay matched). ntensors: a grouped call's
+ * tensor count (each member is refused; < 1: the first alone), else ignored.
+ * options: the call's (process set), or NULL. Returns HVD_SUCCESS once announced. */
+HVD_API hvd_status_t hvd_refuse(const char* op, const char* name, int ntensors,
+                                const hvd_op_options_t* options, const char* reason);
+
 /* Releases memory that libhvd allocated for an output. NULL is ignored. */
 HVD_API void hvd_free(void* ptr);
 

@@ -312,7 +312,7 @@ RefusalNotice::~RefusalNotice() {
     const int members = grouped_ && counted ? group_size_ : 1;
     const std::string why = std::uncaught_exceptions() > exceptions_
                                 ? std::string("it failed with an exception (out of memory or an internal error)")
-                                : std::string(last_error());
+                                : std::string(reason_ ? reason_ : last_error());
     for (int i = 0; i < members; ++i) {
       Refusal r;
       r.name = grouped_ ? group_member_name(name_, i) : name_;

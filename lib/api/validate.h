@@ -75,6 +75,9 @@ class RefusalNotice {
   RefusalNotice(Runtime& rt, OpType op, const std::string& name, int32_t process_set)
       : rt_(rt), op_(op), name_(name), process_set_(process_set),
         exceptions_(std::uncaught_exceptions()) {}
+  // The message the peers see, where the refusal is not this call's last error
+  // (hvd_refuse: the binding's).
+  void reason(const char* text) { reason_ = text; }
   RefusalNotice(const RefusalNotice&) = delete;
   RefusalNotice& operator=(const RefusalNotice&) = delete;
   ~RefusalNotice();
@@ -91,6 +94,7 @@ class RefusalNotice {
   const std::string& name_;  // the caller's resolved name, unmoved until accept()
   int32_t process_set_;
   int exceptions_;
+  const char* reason_ = nullptr;
   bool grouped_ = false;
   int group_size_ = 0;
   bool accepted_ = false;

@@ -16,6 +16,7 @@ import numpy as np
 from . import _capi, _raw, dtypes
 from .basics import Average, process_set_id, reduce_op
 from ._capi import lib
+from ._refusal import announces_refusal
 from .errors import not_a_handle
 
 __all__ = [
@@ -77,6 +78,7 @@ def _rows_view(owner, dtype, dim0, row_shape):
 
 # --- allreduce ----------------------------------------------------------------------
 
+@announces_refusal("allreduce")
 def allreduce_async(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                     process_set=None, out=None, dtype=None):
     """Starts an allreduce of `array` into a new array (or `out`); returns a Handle."""
@@ -99,6 +101,7 @@ def allreduce_async(array, op=Average, name=None, prescale_factor=1.0, postscale
                           shape=src.shape)
 
 
+@announces_refusal("allreduce")
 def allreduce(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
               process_set=None, out=None, dtype=None):
     """Reduces `array` over the ranks (op: Average, Sum, Min, Max, Product, or Adasum for
@@ -108,6 +111,7 @@ def allreduce(array, op=Average, name=None, prescale_factor=1.0, postscale_facto
                            out, dtype).wait()
 
 
+@announces_refusal("allreduce")
 def allreduce_async_(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                      process_set=None, dtype=None):
     a = _inplace(array, "allreduce_")
@@ -117,6 +121,7 @@ def allreduce_async_(array, op=Average, name=None, prescale_factor=1.0, postscal
                           reduce_op(op, "allreduce_"), name, opts, a, lambda: a, shape=a.shape)
 
 
+@announces_refusal("allreduce")
 def allreduce_(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                process_set=None, dtype=None):
     """In-place allreduce; returns `array`."""
@@ -143,6 +148,7 @@ def _group_dtype(arrays, dtype, function):
     return codes.pop()
 
 
+@announces_refusal("grouped_allreduce", "arrays")
 def grouped_allreduce_async(arrays, op=Average, name=None, prescale_factor=1.0,
                             postscale_factor=1.0, process_set=None, dtype=None):
     """Allreduces a list of arrays of one dtype as one unit; the Handle's result is a
@@ -160,12 +166,14 @@ def grouped_allreduce_async(arrays, op=Average, name=None, prescale_factor=1.0,
                                   shapes=[s.shape for s in srcs])
 
 
+@announces_refusal("grouped_allreduce", "arrays")
 def grouped_allreduce(arrays, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                       process_set=None, dtype=None):
     return grouped_allreduce_async(arrays, op, name, prescale_factor, postscale_factor,
                                    process_set, dtype).wait()
 
 
+@announces_refusal("grouped_allreduce", "arrays")
 def grouped_allreduce_async_(arrays, op=Average, name=None, prescale_factor=1.0,
                              postscale_factor=1.0, process_set=None, dtype=None):
     arrays = [_inplace(a, "grouped_allreduce_") for a in arrays]
@@ -177,6 +185,7 @@ def grouped_allreduce_async_(arrays, op=Average, name=None, prescale_factor=1.0,
                                   opts, arrays, lambda: arrays, shapes=[a.shape for a in arrays])
 
 
+@announces_refusal("grouped_allreduce", "arrays")
 def grouped_allreduce_(arrays, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                        process_set=None, dtype=None):
     return grouped_allreduce_async_(arrays, op, name, prescale_factor, postscale_factor,
@@ -185,6 +194,7 @@ def grouped_allreduce_(arrays, op=Average, name=None, prescale_factor=1.0, posts
 
 # --- broadcast ----------------------------------------------------------------------
 
+@announces_refusal("broadcast")
 def broadcast_async_(array, root_rank, name=None, process_set=None, dtype=None):
     a = _inplace(array, "broadcast_")
     code = dtypes.from_numpy(a.dtype, dtype)
@@ -193,16 +203,19 @@ def broadcast_async_(array, root_rank, name=None, process_set=None, dtype=None):
                           shape=a.shape)
 
 
+@announces_refusal("broadcast")
 def broadcast_(array, root_rank, name=None, process_set=None, dtype=None):
     """Overwrites `array` with root_rank's (a global rank, as in Horovod); returns it."""
     return broadcast_async_(array, root_rank, name, process_set, dtype).wait()
 
 
+@announces_refusal("broadcast")
 def broadcast_async(array, root_rank, name=None, process_set=None, dtype=None):
     copy = np.array(_input(array, "broadcast"), order="C", copy=True)
     return broadcast_async_(copy, root_rank, name, process_set, dtype)
 
 
+@announces_refusal("broadcast")
 def broadcast(array, root_rank, name=None, process_set=None, dtype=None):
     """Returns a new array holding root_rank's `array`."""
     return broadcast_async(array, root_rank, name, process_set, dtype).wait()
@@ -210,6 +223,7 @@ def broadcast(array, root_rank, name=None, process_set=None, dtype=None):
 
 # --- allgather ----------------------------------------------------------------------
 
+@announces_refusal("allgather")
 def allgather_async(array, name=None, process_set=None, dtype=None):
     """Starts gathering every rank's rows (first dimension may differ per rank)."""
     src = _input(array, "allgather")
@@ -223,11 +237,13 @@ def allgather_async(array, name=None, process_set=None, dtype=None):
                           lambda owner, dim0, _: _rows_view(owner, np_dtype, dim0, row_shape))
 
 
+@announces_refusal("allgather")
 def allgather(array, name=None, process_set=None, dtype=None):
     """Concatenation of every rank's array along the first dimension, in rank order."""
     return allgather_async(array, name, process_set, dtype).wait()
 
 
+@announces_refusal("grouped_allgather", "arrays")
 def grouped_allgather_async(arrays, name=None, process_set=None, dtype=None):
     """Starts allgathers of a list of arrays of one dtype as one unit; the Handle's
     result is the list of gathered arrays. Member i is named "<name>.<i>"."""
@@ -245,6 +261,7 @@ def grouped_allgather_async(arrays, name=None, process_set=None, dtype=None):
                                   result)
 
 
+@announces_refusal("grouped_allgather", "arrays")
 def grouped_allgather(arrays, name=None, process_set=None, dtype=None):
     """Allgathers each array of the list (first dimensions may differ per rank and per
     array) as one unit; returns the list of concatenations."""
@@ -253,6 +270,7 @@ def grouped_allgather(arrays, name=None, process_set=None, dtype=None):
 
 # --- alltoall -----------------------------------------------------------------------
 
+@announces_refusal("alltoall")
 def alltoall_async(array, splits=None, name=None, process_set=None, dtype=None):
     """Starts an alltoall; the Handle's result is (output, received_splits)."""
     src = _input(array, "alltoall")
@@ -269,6 +287,7 @@ def alltoall_async(array, splits=None, name=None, process_set=None, dtype=None):
                                                   np.array(rs, dtype=np.int64)))
 
 
+@announces_refusal("alltoall")
 def alltoall(array, splits=None, name=None, process_set=None, dtype=None):
     """Sends splits[r] rows (even split when None) to rank r; returns (output,
     received_splits)."""
@@ -293,6 +312,7 @@ def _scatter_output(src, process_set):
     return np.empty((max(rows, 0),) + src.shape[1:], dtype=src.dtype)
 
 
+@announces_refusal("reducescatter")
 def reducescatter_async(array, op=Average, name=None, process_set=None, prescale_factor=1.0,
                         postscale_factor=1.0, dtype=None):
     src = _scatter_input(array, "reducescatter")
@@ -304,6 +324,7 @@ def reducescatter_async(array, op=Average, name=None, process_set=None, prescale
                               opts, (src, out), lambda: out)
 
 
+@announces_refusal("reducescatter")
 def reducescatter(array, op=Average, name=None, process_set=None, prescale_factor=1.0,
                   postscale_factor=1.0, dtype=None):
     """Reduces across ranks (Sum or Average) and returns this rank's block of rows."""
@@ -311,6 +332,7 @@ def reducescatter(array, op=Average, name=None, process_set=None, prescale_facto
                                postscale_factor, dtype).wait()
 
 
+@announces_refusal("grouped_reducescatter", "arrays")
 def grouped_reducescatter_async(arrays, op=Average, name=None, process_set=None,
                                 prescale_factor=1.0, postscale_factor=1.0, dtype=None):
     """Starts reducescatters of a list of arrays of one dtype as one unit; the Handle's
@@ -326,6 +348,7 @@ def grouped_reducescatter_async(arrays, op=Average, name=None, process_set=None,
                                       opts, (srcs, outs), lambda: outs)
 
 
+@announces_refusal("grouped_reducescatter", "arrays")
 def grouped_reducescatter(arrays, op=Average, name=None, process_set=None, prescale_factor=1.0,
                           postscale_factor=1.0, dtype=None):
     """Reducescatters each array of the list (Sum or Average) as one unit; returns this

@@ -17,6 +17,7 @@ import torch
 from .. import _capi, _raw
 from .._capi import lib
 from ..basics import Average, ProcessSet, Sum, process_set_id, reduce_op
+from .._refusal import announces_refusal
 from ..errors import DtypeError, not_a_handle
 from .compression import Compression
 
@@ -117,6 +118,7 @@ def _contiguous_inplace(tensor):
 
 # --- allreduce ----------------------------------------------------------------------
 
+@announces_refusal("allreduce")
 def _allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                       postscale_factor=1.0, process_set=None):
     """Starts an in-place allreduce of `tensor`; synchronize(handle) returns it."""
@@ -142,6 +144,7 @@ if _raw.fast is not None:
     allreduce_async_ = _raw.fast.allreduce_async_
 
 
+@announces_refusal("allreduce")
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                     postscale_factor=1.0, process_set=None):
     """Starts an allreduce into a new tensor; synchronize(handle) returns it."""
@@ -238,6 +241,7 @@ def _start_group(tensors, name, function, start, check=None):
     return _GroupHandle(handles, parts, len(tensors))
 
 
+@announces_refusal("grouped_allreduce", "tensors")
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                              postscale_factor=1.0, process_set=None):
     """Starts an in-place allreduce of a list of tensors (of one or several dtypes);
@@ -255,6 +259,7 @@ def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale
     return _start_group(tensors, name, "grouped_allreduce_async_", start)
 
 
+@announces_refusal("grouped_allreduce", "tensors")
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                             postscale_factor=1.0, process_set=None):
     """Starts an allreduce of a list of tensors (of one or several dtypes) into new
@@ -280,6 +285,7 @@ def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_facto
 
 # --- broadcast ----------------------------------------------------------------------
 
+@announces_refusal("broadcast")
 def broadcast_async_(tensor, root_rank, name=None, process_set=None):
     _check_tensor(tensor, "broadcast_async_")
     buf, finish = _contiguous_inplace(tensor)
@@ -288,6 +294,7 @@ def broadcast_async_(tensor, root_rank, name=None, process_set=None):
                           (tensor, buf), finish, shape=buf.shape)
 
 
+@announces_refusal("broadcast")
 def broadcast_async(tensor, root_rank, name=None, process_set=None):
     _check_tensor(tensor, "broadcast_async")
     # clone() resolves the negative and conjugate bits.
@@ -306,6 +313,7 @@ def _set_size(process_set):
     return lib.hvd_process_set_size(process_set_id(process_set))
 
 
+@announces_refusal("allgather")
 def allgather_async(tensor, name=None, process_set=None):
     _check_tensor(tensor, "allgather_async")
     src = _plain(tensor)
@@ -318,6 +326,7 @@ def allgather_async(tensor, name=None, process_set=None):
                           lambda owner, dim0, _: _rows(owner, dtype, device, dim0, row_shape))
 
 
+@announces_refusal("grouped_allgather", "tensors")
 def grouped_allgather_async(tensors, name=None, process_set=None):
     """synchronize(handle) returns the list of gathered tensors (the members may have
     several dtypes)."""
@@ -340,6 +349,7 @@ def grouped_allgather_async(tensors, name=None, process_set=None):
 
 # --- alltoall -----------------------------------------------------------------------
 
+@announces_refusal("alltoall")
 def alltoall_async(tensor, splits=None, name=None, process_set=None):
     """synchronize(handle) returns (output, received_splits)."""
     _check_tensor(tensor, "alltoall_async")
@@ -383,6 +393,7 @@ def _scatter_output(src, process_set):
                        device=src.device)
 
 
+@announces_refusal("reducescatter")
 def reducescatter_async(tensor, name=None, op=Average, process_set=None, prescale_factor=1.0,
                         postscale_factor=1.0):
     src = _scatter_input(tensor, "reducescatter_async")
@@ -393,6 +404,7 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=None, prescal
                               lambda: out)
 
 
+@announces_refusal("grouped_reducescatter", "tensors")
 def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=None,
                                 prescale_factor=1.0, postscale_factor=1.0):
     """synchronize(handle) returns the list of this rank's blocks (the members may have

@@ -15,6 +15,7 @@ sparse_allreduce_async reduces a sparse tensor by allgathering its indices and v
 import torch
 
 from .._capi import lib
+from .._refusal import announces_refusal
 from ..basics import Average, Sum, process_set_id
 from .async_ops import (_check_tensor, _group_list, _resolve_op, _set_size, allgather_async,
                         allreduce_async, alltoall_async, broadcast_async,
@@ -74,6 +75,7 @@ class _Allreduce(torch.autograd.Function):
         return grad, None, None, None, None, None
 
 
+@announces_refusal("allreduce")
 def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
               prescale_factor=1.0, postscale_factor=1.0, process_set=None):
     """Returns the reduction of `tensor` over the ranks (differentiable)."""
@@ -100,6 +102,7 @@ class _GroupedAllreduce(torch.autograd.Function):
         return (None, None, None, None, None, *reduced)
 
 
+@announces_refusal("grouped_allreduce", "tensors")
 def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
                       prescale_factor=1.0, postscale_factor=1.0, process_set=None):
     """Allreduces a list of tensors of one dtype as one unit; returns new tensors
@@ -144,6 +147,7 @@ class _Allgather(torch.autograd.Function):
         return rows.reshape(ctx.shape), None, None
 
 
+@announces_refusal("allgather")
 def allgather(tensor, name=None, process_set=None):
     """Concatenates every rank's tensor along the first dimension, in rank order
     (differentiable)."""
@@ -151,6 +155,7 @@ def allgather(tensor, name=None, process_set=None):
     return _Allgather.apply(tensor, name, process_set)
 
 
+@announces_refusal("grouped_allgather", "tensors")
 def grouped_allgather(tensors, name=None, process_set=None):
     """Allgathers a list of tensors of one dtype as one unit; returns the list of
     concatenations (first dimensions may differ per rank and per tensor;
@@ -176,6 +181,7 @@ class _Broadcast(torch.autograd.Function):
         return grad, None, None, None
 
 
+@announces_refusal("broadcast")
 def broadcast(tensor, root_rank, name=None, process_set=None):
     """Returns a new tensor holding root_rank's `tensor` (root_rank: a global rank;
     differentiable)."""
@@ -201,6 +207,7 @@ class _Alltoall(torch.autograd.Function):
         return grad, None, None, None
 
 
+@announces_refusal("alltoall")
 def alltoall(tensor, splits=None, name=None, process_set=None):
     """Sends splits[r] rows (an even split when None) to rank r. Returns the received
     rows, and also the received splits when `splits` was given (as Horovod does);
@@ -241,6 +248,7 @@ class _GroupedReducescatter(torch.autograd.Function):
         return (None, None, None, None, None, *gathered)
 
 
+@announces_refusal("reducescatter")
 def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
                   process_set=None, prescale_factor=1.0, postscale_factor=1.0):
     """Reduces across ranks (Sum or Average) and returns this rank's block of rows
@@ -253,6 +261,7 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
     return compression.decompress(out, ctx)
 
 
+@announces_refusal("grouped_reducescatter", "tensors")
 def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,
                           process_set=None, prescale_factor=1.0, postscale_factor=1.0):
     """Reducescatters a list of tensors of one dtype as one unit (Sum or Average);

@@ -1,0 +1,89 @@
+"""A call that one rank refuses in Python (an argument that is no array or tensor)
+while the others make it correctly: the refusing rank raises its TypeError/ValueError,
+every other rank's call fails with MismatchError naming that rank and its reason (it
+does not wait for ever), and the name, or the next automatic name, works again on
+every rank at once. The last rank refuses."""
+import numpy as np
+import pytest
+import torch
+
+import hvd
+import hvd.torch as ht
+
+pytestmark = pytest.mark.usefixtures("world")
+
+
+def refusing():
+    return hvd.rank() == hvd.size() - 1
+
+
+def assert_peer_refused(info, name, reason):
+    text = str(info.value)
+    assert name in text and f"rank {hvd.size() - 1} refused" in text and reason in text, text
+
+
+def test_numpy_allreduce_of_none():
+    if refusing():
+        with pytest.raises(TypeError):
+            hvd.allreduce(None, name="py.ref.none")
+    else:
+        with pytest.raises(hvd.MismatchError) as info:
+            hvd.allreduce(np.ones(3), name="py.ref.none")
+        assert_peer_refused(info, "py.ref.none", "got None")
+    out = hvd.allreduce(np.ones(3), op=hvd.Sum, name="py.ref.none")
+    np.testing.assert_array_equal(out, np.full(3, float(hvd.size())))
+
+
+def test_numpy_in_place_on_a_list_unnamed():
+    if refusing():
+        with pytest.raises(TypeError):
+            hvd.allreduce_([1.0, 2.0])
+    else:
+        with pytest.raises(hvd.MismatchError) as info:
+            hvd.allreduce_(np.ones(2))
+        assert_peer_refused(info, "noname", "numpy.ndarray")
+    out = hvd.allreduce(np.ones(2), op=hvd.Sum)  # automatic names still match
+    np.testing.assert_array_equal(out, np.full(2, float(hvd.size())))
+
+
+def test_torch_allreduce_of_a_list():
+    if refusing():
+        with pytest.raises(TypeError):
+            ht.allreduce([1.0, 2.0], name="py.ref.torch")
+    else:
+        with pytest.raises(hvd.MismatchError) as info:
+            ht.allreduce(torch.ones(2), name="py.ref.torch")
+        assert_peer_refused(info, "py.ref.torch", "torch.Tensor")
+    out = ht.allreduce(torch.ones(2), op=hvd.Sum, name="py.ref.torch")
+    assert torch.equal(out, torch.full((2,), float(hvd.size())))
+
+
+def test_torch_group_that_is_no_list():
+    group = [torch.ones(2), torch.ones(3)]
+    if refusing():
+        with pytest.raises(TypeError):
+            ht.grouped_allreduce(torch.ones(2), name="py.ref.group")
+    else:
+        with pytest.raises(hvd.MismatchError) as info:
+            ht.grouped_allreduce(group, name="py.ref.group")
+        assert_peer_refused(info, "py.ref.group", "list of tensors")
+    outs = ht.grouped_allreduce(group, op=hvd.Sum, name="py.ref.group")
+    assert torch.equal(outs[1], torch.full((3,), float(hvd.size())))
+
+
+def test_torch_broadcast_and_allgather():
+    if refusing():
+        with pytest.raises(TypeError):
+            ht.broadcast("not a tensor", 0, name="py.ref.bcast")
+        with pytest.raises(TypeError):
+            ht.allgather(None, name="py.ref.gather")
+    else:
+        with pytest.raises(hvd.MismatchError) as info:
+            ht.broadcast(torch.ones(2), 0, name="py.ref.bcast")
+        assert_peer_refused(info, "py.ref.bcast", "torch.Tensor")
+        with pytest.raises(hvd.MismatchError) as info:
+            ht.allgather(torch.ones(2), name="py.ref.gather")
+        assert_peer_refused(info, "py.ref.gather", "torch.Tensor")
+    out = ht.allgather(torch.ones(2), name="py.ref.gather")
+    assert out.shape[0] == 2 * hvd.size()
+
