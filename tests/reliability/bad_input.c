@@ -314,6 +314,21 @@ static void misc(void) {
   EXPECT_ERROR(hvd_param_get(g_big_name, buf, sizeof buf));
   EXPECT_ERROR(hvd_param_get(kNotUtf8, buf, sizeof buf));
   EXPECT_ERROR(hvd_param_get("HOROVOD_FUSION_THRESHOLD", NULL, 16));
+  /* hvd_refuse: an op that is no collective's name, no reason, a set this rank is not
+   * in. None of these announces anything. */
+  EXPECT_ERROR(hvd_refuse(NULL, "r", 0, NULL, "why"));
+  EXPECT_ERROR(hvd_refuse("allreducex", "r", 0, NULL, "why"));
+  EXPECT_ERROR(hvd_refuse("barrier", "r", 0, NULL, "why"));
+  EXPECT_ERROR(hvd_refuse("allreduce", "r", 0, NULL, NULL));
+  EXPECT_ERROR(hvd_refuse("allreduce", "r", 0, NULL, ""));
+  EXPECT_ERROR(hvd_refuse("allreduce", g_big_name, 0, NULL, "why"));
+  hvd_op_options_t refuse_opts;
+  if (hvd_op_options_init(&refuse_opts) == HVD_SUCCESS) {
+    refuse_opts.process_set_id = 4242;
+    EXPECT_ERROR(hvd_refuse("grouped_allreduce", "r", 3, &refuse_opts, "why"));
+    refuse_opts.struct_size = 1;
+    EXPECT_ERROR(hvd_refuse("allreduce", "r", 0, &refuse_opts, "why"));
+  }
   EXPECT_MINUS_ONE(hvd_reducescatter_rows(-1, 0, 2));
   EXPECT_MINUS_ONE(hvd_reducescatter_rows(4, -1, 2));
   EXPECT_MINUS_ONE(hvd_reducescatter_rows(4, 2, 2));
