@@ -75,12 +75,12 @@ class RefusalNotice {
   RefusalNotice(Runtime& rt, OpType op, const std::string& name, int32_t process_set)
       : rt_(rt), op_(op), name_(name), process_set_(process_set),
         exceptions_(std::uncaught_exceptions()) {}
-  // The message the peers see, where the refusal is not this call's last error
-  // (hvd_refuse: the binding's).
-  void reason(const char* text) { reason_ = text; }
   RefusalNotice(const RefusalNotice&) = delete;
   RefusalNotice& operator=(const RefusalNotice&) = delete;
   ~RefusalNotice();
+  // The message the peers see, where the refusal is not this call's last error
+  // (hvd_refuse: the binding's).
+  void reason(const char* text) { reason_ = text; }
   // A grouped call named its base: each member "<base>.<i>" is refused.
   void group(int ntensors) {
     grouped_ = true;

@@ -393,7 +393,11 @@ void Controller::apply_entry(int rank, WireEntry&& e, double now) {
 bool Controller::refused_locally(const Announcement& a) const {
   if (a.refused.empty()) return false;
   auto set = sets_->find(a.process_set);
-  return set && set->my_set_rank >= 0 && a.refused[static_cast<size_t>(set->my_set_rank)];
+  return set && refused_locally(a, *set);
+}
+
+bool Controller::refused_locally(const Announcement& a, const ProcessSet& set) {
+  return !a.refused.empty() && set.member() && a.refused[static_cast<size_t>(set.my_set_rank)];
 }
 
 void Controller::erase_announcement(std::unordered_map<std::string, Announcement>::iterator it) {
@@ -477,7 +481,7 @@ Response Controller::refused_response(const std::string& key, const Announcement
   int source = first_with(true);
   if (source < 0) source = first_with(false);
   response.spec = a.specs[static_cast<size_t>(source)];
-  response.refused_here = set.my_set_rank >= 0 && a.refused[static_cast<size_t>(set.my_set_rank)];
+  response.refused_here = refused_locally(a, set);
   const std::string others =
       a.refusals > 1 ? " (and " + std::to_string(a.refusals - 1) + " other rank(s))" : "";
   response.error = make_error(HVD_ERR_MISMATCH,

@@ -191,7 +191,9 @@ class Controller {
   bool try_complete(const std::string& key, Announcement& a, const ProcessSet& set);
   // The failure of an announcement some member refused.
   Response refused_response(const std::string& key, const Announcement& a, const ProcessSet& set) const;
+  // Whether this rank refused the announced call (it has no request of it).
   bool refused_locally(const Announcement& a) const;
+  static bool refused_locally(const Announcement& a, const ProcessSet& set);
   // Removes a completed announcement; its deferred entries go to replay_.
   void erase_announcement(std::unordered_map<std::string, Announcement>::iterator it);
   void record_join(int world_rank, const std::string& key, const std::string& name);

@@ -138,9 +138,11 @@ void OpWatchdog::fire(double elapsed_s) {
   std::vector<int> ranks;
   const int32_t set_id =
       batch_ && responses_ && !batch_->items.empty() ? (*responses_)[batch_->items[0]].spec.process_set : 0;
-  if (auto set = sets_ ? sets_->find(set_id) : nullptr) ranks = set->ranks;
-  const size_t place = static_cast<size_t>(
-      std::find(ranks.begin(), ranks.end(), world_rank_) - ranks.begin());
+  size_t place = 0;  // this rank's in the set, for the abort's stagger
+  if (auto set = sets_ ? sets_->find(set_id) : nullptr) {
+    ranks = set->ranks;
+    place = static_cast<size_t>(std::max(set->my_set_rank, 0));
+  }
   const bool negotiating = !batch_ || !responses_;
   const std::string pending = negotiating && describe_pending_ ? describe_pending_() : "";
   std::string line =
@@ -152,7 +154,7 @@ void OpWatchdog::fire(double elapsed_s) {
   // The launcher relays output through its proxies, which MPI_Abort kills: give the
   // line time to get through them first (measured: without it, sometimes lost).
   usleep(kLineDrainMicroseconds +
-         kAbortStaggerMicroseconds * std::min(place == ranks.size() ? 0 : place, kMaxStaggerPlaces));
+         kAbortStaggerMicroseconds * std::min(place, kMaxStaggerPlaces));
   MPI_Abort(MPI_COMM_WORLD, kWatchdogExitStatus);
   _exit(kWatchdogExitStatus);
 }

@@ -89,8 +89,8 @@ void wire_encode(const WireMessage& message, std::vector<uint8_t>* out) {
     w.put<uint8_t>(s.shape_given ? 1 : 0);
     w.put_vector(s.shape);
     w.put_vector(s.splits);
-    if (e.kind != WireKind::Request) w.put_string(e.text);
     if (e.kind == WireKind::Request) w.put<double>(e.waited);
+    else w.put_string(e.text);
   }
 }
 
@@ -114,9 +114,10 @@ Error wire_decode(const uint8_t* data, size_t size, WireMessage* out) {
               r.get(&s.group_size) && r.get(&shape_given) && shape_given <= 1 &&
               r.get_vector(&s.shape, HVD_MAX_NDIM) &&
               r.get_vector(&s.splits, 1u << 24);
-    if (ok && kind != static_cast<uint8_t>(WireKind::Request)) ok = r.get_string(&e.text, 1u << 20);
     if (ok && kind == static_cast<uint8_t>(WireKind::Request))
       ok = r.get(&e.waited) && e.waited >= 0 && e.waited < 1e12;
+    else if (ok)
+      ok = r.get_string(&e.text, 1u << 20);
     if (!ok)
       return make_error(HVD_ERR_INTERNAL, "negotiation message entry %u is truncated or corrupt",
                         i);

@@ -101,7 +101,6 @@ def allreduce_async(array, op=Average, name=None, prescale_factor=1.0, postscale
                           shape=src.shape)
 
 
-@announces_refusal("allreduce")
 def allreduce(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
               process_set=None, out=None, dtype=None):
     """Reduces `array` over the ranks (op: Average, Sum, Min, Max, Product, or Adasum for
@@ -121,7 +120,6 @@ def allreduce_async_(array, op=Average, name=None, prescale_factor=1.0, postscal
                           reduce_op(op, "allreduce_"), name, opts, a, lambda: a, shape=a.shape)
 
 
-@announces_refusal("allreduce")
 def allreduce_(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                process_set=None, dtype=None):
     """In-place allreduce; returns `array`."""
@@ -166,7 +164,6 @@ def grouped_allreduce_async(arrays, op=Average, name=None, prescale_factor=1.0,
                                   shapes=[s.shape for s in srcs])
 
 
-@announces_refusal("grouped_allreduce", "arrays")
 def grouped_allreduce(arrays, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                       process_set=None, dtype=None):
     return grouped_allreduce_async(arrays, op, name, prescale_factor, postscale_factor,
@@ -185,7 +182,6 @@ def grouped_allreduce_async_(arrays, op=Average, name=None, prescale_factor=1.0,
                                   opts, arrays, lambda: arrays, shapes=[a.shape for a in arrays])
 
 
-@announces_refusal("grouped_allreduce", "arrays")
 def grouped_allreduce_(arrays, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                        process_set=None, dtype=None):
     return grouped_allreduce_async_(arrays, op, name, prescale_factor, postscale_factor,
@@ -203,7 +199,6 @@ def broadcast_async_(array, root_rank, name=None, process_set=None, dtype=None):
                           shape=a.shape)
 
 
-@announces_refusal("broadcast")
 def broadcast_(array, root_rank, name=None, process_set=None, dtype=None):
     """Overwrites `array` with root_rank's (a global rank, as in Horovod); returns it."""
     return broadcast_async_(array, root_rank, name, process_set, dtype).wait()
@@ -215,7 +210,6 @@ def broadcast_async(array, root_rank, name=None, process_set=None, dtype=None):
     return broadcast_async_(copy, root_rank, name, process_set, dtype)
 
 
-@announces_refusal("broadcast")
 def broadcast(array, root_rank, name=None, process_set=None, dtype=None):
     """Returns a new array holding root_rank's `array`."""
     return broadcast_async(array, root_rank, name, process_set, dtype).wait()
@@ -237,7 +231,6 @@ def allgather_async(array, name=None, process_set=None, dtype=None):
                           lambda owner, dim0, _: _rows_view(owner, np_dtype, dim0, row_shape))
 
 
-@announces_refusal("allgather")
 def allgather(array, name=None, process_set=None, dtype=None):
     """Concatenation of every rank's array along the first dimension, in rank order."""
     return allgather_async(array, name, process_set, dtype).wait()
@@ -261,7 +254,6 @@ def grouped_allgather_async(arrays, name=None, process_set=None, dtype=None):
                                   result)
 
 
-@announces_refusal("grouped_allgather", "arrays")
 def grouped_allgather(arrays, name=None, process_set=None, dtype=None):
     """Allgathers each array of the list (first dimensions may differ per rank and per
     array) as one unit; returns the list of concatenations."""
@@ -287,7 +279,6 @@ def alltoall_async(array, splits=None, name=None, process_set=None, dtype=None):
                                                   np.array(rs, dtype=np.int64)))
 
 
-@announces_refusal("alltoall")
 def alltoall(array, splits=None, name=None, process_set=None, dtype=None):
     """Sends splits[r] rows (even split when None) to rank r; returns (output,
     received_splits)."""
@@ -324,7 +315,6 @@ def reducescatter_async(array, op=Average, name=None, process_set=None, prescale
                               opts, (src, out), lambda: out)
 
 
-@announces_refusal("reducescatter")
 def reducescatter(array, op=Average, name=None, process_set=None, prescale_factor=1.0,
                   postscale_factor=1.0, dtype=None):
     """Reduces across ranks (Sum or Average) and returns this rank's block of rows."""
@@ -348,7 +338,6 @@ def grouped_reducescatter_async(arrays, op=Average, name=None, process_set=None,
                                       opts, (srcs, outs), lambda: outs)
 
 
-@announces_refusal("grouped_reducescatter", "arrays")
 def grouped_reducescatter(arrays, op=Average, name=None, process_set=None, prescale_factor=1.0,
                           postscale_factor=1.0, dtype=None):
     """Reducescatters each array of the list (Sum or Average) as one unit; returns this
