@@ -138,15 +138,23 @@ inline void check_collectives(Backend& backend, DeviceContext& ctx, const Commun
       }
       void* send = to_device(random_tensor(dtype, counts[me], seed(me, 70, dtype)));
       void* recv = nullptr;
-      CHECK_CUDA(cudaMalloc(&recv, total * esize));
+      CHECK_CUDA(cudaMalloc(&recv, std::max<int64_t>(total, 3 * n) * esize));  // also the equal blocks below
       CHECK_OK(backend.allgatherv(send, recv, counts, displs, dtype, comm));
       finish();
       CHECK(to_host(recv, want.size()) == want);
-      // Equal blocks take NCCL's allgather path.
+      // Equal blocks take NCCL's allgather path (each rank sends 3 elements of its own).
       std::vector<int64_t> eq(n, 3), eqd;
-      for (int r = 0; r < n; ++r) eqd.push_back(3 * r);
-      CHECK_OK(backend.allgatherv(send, recv, eq, eqd, dtype, comm));
+      std::vector<unsigned char> want_eq;
+      for (int r = 0; r < n; ++r) {
+        eqd.push_back(3 * r);
+        auto block = random_tensor(dtype, 3, seed(r, 75, dtype));
+        want_eq.insert(want_eq.end(), block.begin(), block.end());
+      }
+      void* send_eq = to_device(random_tensor(dtype, 3, seed(me, 75, dtype)));
+      CHECK_OK(backend.allgatherv(send_eq, recv, eq, eqd, dtype, comm));
       finish();
+      CHECK(to_host(recv, want_eq.size()) == want_eq);
+      cudaFree(send_eq);
       cudaFree(send);
       cudaFree(recv);
     }

@@ -81,6 +81,9 @@ inline void* to_device(const std::vector<unsigned char>& host) {
   void* d = nullptr;
   CHECK_CUDA(cudaMalloc(&d, host.empty() ? 1 : host.size()));
   if (!host.empty()) CHECK_CUDA(cudaMemcpy(d, host.data(), host.size(), cudaMemcpyHostToDevice));
+  // cudaMemcpy from pageable memory may return before its DMA lands, and the library's
+  // stream does not wait for the legacy stream unless a caller's stream is passed.
+  CHECK_CUDA(cudaDeviceSynchronize());
   return d;
 }
 

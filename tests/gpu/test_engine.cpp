@@ -123,6 +123,7 @@ int main(int argc, char** argv) {
         void* send = nullptr;
         CHECK_CUDA(cudaMalloc(&send, std::max<size_t>(host.size(), 1) * 8));
         CHECK_CUDA(cudaMemcpy(send, host.data(), host.size() * 8, cudaMemcpyHostToDevice));
+        CHECK_CUDA(cudaDeviceSynchronize());  // no caller stream: see to_device
         void* recv = send;  // tensor 2 in place
         if (k != 2) CHECK_CUDA(cudaMalloc(&recv, std::max<size_t>(host.size(), 1) * 8));
         std::vector<int64_t> counts;

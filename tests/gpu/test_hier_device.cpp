@@ -269,6 +269,7 @@ void allgather_matches_flat(Job& job) {
       if (!mine.empty())
         CHECK_CUDA(cudaMemcpy(static_cast<char*>(hier_out) + displs[job.rank] * esize, mine.data(),
                               mine.size(), cudaMemcpyHostToDevice));
+      CHECK_CUDA(cudaDeviceSynchronize());  // no caller stream: see to_device
       CHECK_OK(hier.allgatherv(static_cast<char*>(hier_out) + displs[job.rank] * esize, hier_out,
                                counts, displs, dtype));
       finish(*job.engine);
