@@ -76,6 +76,30 @@ def test_alltoall_splits_must_be_integers():
                            name="alltoall.float.splits")
 
 
+def test_alltoall_received_splits_come_back_where_splits_were():
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    n = hvd.size()
+    for device in devices:
+        place = f"cuda:{hvd.local_rank() % torch.cuda.device_count()}" if device == "cuda" \
+            else "cpu"
+        splits = torch.ones(n, dtype=torch.int32, device=place)
+        out, received = hvd_torch.alltoall(torch.ones(n, device=place), splits,
+                                           name=f"alltoall.splits.{device}")
+        assert received.device.type == device and received.tolist() == [1] * n
+        _, received = hvd_torch.alltoall(torch.ones(n, device=place), [1] * n,
+                                         name=f"alltoall.list.{device}")
+        assert received.device.type == "cpu"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_group_on_two_devices_is_a_runtime_and_value_error():
+    place = f"cuda:{hvd.local_rank() % torch.cuda.device_count()}"
+    with pytest.raises(hvd.InvalidArgumentError, match="one device") as info:
+        hvd_torch.grouped_allreduce([torch.ones(3), torch.ones(3, device=place)],
+                                    name="group.two.devices")
+    assert isinstance(info.value, RuntimeError) and isinstance(info.value, ValueError)
+
+
 @pytest.mark.parametrize("op", [hvd.Sum, hvd.Average])
 def test_sparse_allreduce_matches_the_dense_reduction(op):
     g = torch.Generator().manual_seed(hvd.rank())

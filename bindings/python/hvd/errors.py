@@ -18,6 +18,7 @@ import re
 from ._capi import lib
 
 SUCCESS = 0
+INVALID_ARGUMENT = 2  # HVD_ERR_INVALID_ARGUMENT
 
 
 class HvdError(RuntimeError):
@@ -130,7 +131,7 @@ def python_words(text):
 
 _BY_STATUS = {
     1: NotInitializedError,
-    2: InvalidArgumentError,
+    INVALID_ARGUMENT: InvalidArgumentError,
     3: MismatchError,
     4: DuplicateNameError,
     5: ShutDownError,

@@ -146,7 +146,14 @@ int launch_copy_kernel(const CopyTable& table, int dtype, double factor, int div
     case HVD_INT16: return launch_int<int16_t>(table, factor, divisor, stream, grid);
     case HVD_INT32: return launch_int<int32_t>(table, factor, divisor, stream, grid);
     case HVD_INT64: return launch_int<int64_t>(table, factor, divisor, stream, grid);
-    case HVD_FLOAT16: return launch_float<__half>(table, static_cast<float>(f), stream, grid);
+    case HVD_FLOAT16: {
+      // A user's factor multiplies as a half, as Horovod's kernels and torch's half
+      // arithmetic do (half x half is exact in float, so this matches __hmul); the
+      // average's 1/size stays in float.
+      const float factor_as_half = __half2float(__float2half_rn(static_cast<float>(factor)));
+      const float scale = divisor > 1 ? factor_as_half / static_cast<float>(divisor) : factor_as_half;
+      return launch_float<__half>(table, scale, stream, grid);
+    }
     case HVD_BFLOAT16: return launch_float<__nv_bfloat16>(table, static_cast<float>(f), stream, grid);
     case HVD_FLOAT32: return launch_float<float>(table, static_cast<float>(f), stream, grid);
     case HVD_FLOAT64: return launch_float<double>(table, f, stream, grid);

@@ -18,7 +18,7 @@ from .. import _capi, _raw
 from .._capi import lib
 from ..basics import Average, ProcessSet, Sum, process_set_id, reduce_op
 from .._refusal import announces_refusal
-from ..errors import DtypeError, not_a_handle
+from ..errors import INVALID_ARGUMENT, DtypeError, InvalidArgumentError, not_a_handle
 from .compression import Compression
 
 _DTYPES = {
@@ -186,8 +186,11 @@ def _group_parts(tensors, function):
     # One hvd_op_options_t (one device and stream) describes every member.
     devices = {t.device for t in tensors}
     if len(devices) != 1:
-        raise ValueError(f"{function}: all tensors of a group must be on one device, got "
-                         + ", ".join(sorted(str(d) for d in devices)))
+        # A ValueError that is also the RuntimeError Horovod raises here.
+        raise InvalidArgumentError(
+            INVALID_ARGUMENT,
+            f"{function}: all tensors of a group must be on one device, got "
+            + ", ".join(sorted(str(d) for d in devices)) + "; move them to one device first")
     return list(parts.items())
 
 
@@ -357,8 +360,10 @@ def alltoall_async(tensor, splits=None, name=None, process_set=None):
     if src.dim() == 0:
         raise ValueError("alltoall: the tensor needs at least one dimension")
     split_list = None
+    splits_device = torch.device("cpu")
     if splits is not None:
         splits = torch.as_tensor(splits)
+        splits_device = splits.device  # received_splits come back where splits were
         if splits.is_floating_point() or splits.is_complex() or splits.dtype == torch.bool:
             raise ValueError(f"alltoall: splits must hold integers (torch.int32), not "
                              f"{splits.dtype}")
@@ -368,7 +373,8 @@ def alltoall_async(tensor, splits=None, name=None, process_set=None):
     return _raw.alltoall(src.data_ptr(), list(src.shape), _dtype_code(src), split_list, name,
                          opts, _output_factory, _set_size(process_set), src,
                          lambda owner, dim0, rs: (_rows(owner, dtype, device, dim0, row_shape),
-                                                  torch.tensor(rs, dtype=torch.int32)))
+                                                  torch.tensor(rs, dtype=torch.int32,
+                                                               device=splits_device)))
 
 
 # --- reducescatter ------------------------------------------------------------------
