@@ -159,7 +159,16 @@ Error NcclBackend::create(int64_t key, MPI_Comm comm, int rank, int size) {
   auto c = std::make_unique<Comm>();
   c->rank = rank;
   c->size = size;
-  HVD_NCCL_CHECK(ncclCommInitRank(&c->comm, size, msg.id, rank), nullptr);
+  const ncclResult_t rc_init = ncclCommInitRank(&c->comm, size, msg.id, rank);
+  if (rc_init != ncclSuccess) {
+    Error err = nccl_error(rc_init, "ncclCommInitRank");
+    // Ranks sharing a GPU: NCCL refuses them on every rank; say what to change.
+    if (rc_init == ncclInvalidUsage && err.message.find("Duplicate GPU") != std::string::npos)
+      err.message += "; NCCL needs a GPU of its own for each rank: start as many ranks per node "
+                     "as it has GPUs, or set HOROVOD_GPU_OPERATIONS=MPI to stage device tensors "
+                     "through host memory";
+    return err;
+  }
   comms_[key] = std::move(c);
   return Error::success();
 }
