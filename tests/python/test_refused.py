@@ -87,3 +87,46 @@ def test_torch_broadcast_and_allgather():
     out = ht.allgather(torch.ones(2), name="py.ref.gather")
     assert out.shape[0] == 2 * hvd.size()
 
+
+
+class Unpicklable:
+    def __reduce__(self):
+        raise TypeError("this object stays on its rank")
+
+
+def test_object_collectives_with_an_object_that_cannot_be_pickled():
+    # broadcast_object: the root (the refusing rank) cannot pickle; the others wait in
+    # the size broadcast, which fails there.
+    root = hvd.size() - 1
+    if refusing():
+        with pytest.raises(TypeError, match="stays on its rank"):
+            hvd.broadcast_object(Unpicklable(), root_rank=root, name="py.ref.obj")
+    else:
+        with pytest.raises(hvd.MismatchError) as info:
+            hvd.broadcast_object(None, root_rank=root, name="py.ref.obj")
+        assert_peer_refused(info, "py.ref.obj.size", "cannot pickle Unpicklable")
+    assert hvd.broadcast_object(hvd.rank(), root_rank=root, name="py.ref.obj") == root
+    # allgather_object: one rank's object cannot be pickled.
+    if refusing():
+        with pytest.raises(TypeError, match="stays on its rank"):
+            ht.allgather_object(Unpicklable(), name="py.ref.objs")
+    else:
+        with pytest.raises(hvd.MismatchError) as info:
+            ht.allgather_object({"rank": hvd.rank()}, name="py.ref.objs")
+        assert_peer_refused(info, "py.ref.objs.sizes", "cannot pickle Unpicklable")
+    assert ht.allgather_object(hvd.rank(), name="py.ref.objs") == list(range(hvd.size()))
+
+
+def test_torch_sparse_allreduce_of_a_dense_tensor():
+    sparse = torch.sparse_coo_tensor([[0, 2]], [1.0, 2.0], (4,))
+    for name in ("py.ref.sparse", None):  # named, and automatic names (one per allgather)
+        if refusing():
+            with pytest.raises(TypeError, match="sparse COO"):
+                ht.sparse_allreduce_async(torch.ones(4), name=name).wait()
+        else:
+            with pytest.raises(hvd.MismatchError) as info:
+                ht.sparse_allreduce_async(sparse, name=name).wait()
+            assert_peer_refused(info, "py.ref.sparse.indices" if name else "allgather",
+                                "sparse COO")
+        out = ht.sparse_allreduce_async(sparse, name=name, op=hvd.Sum).wait()
+        assert torch.equal(out.to_dense(), sparse.to_dense() * hvd.size())

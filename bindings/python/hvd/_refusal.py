@@ -65,17 +65,25 @@ def _announce(op, group_argument, signature, args, kwargs, error):
         return  # arguments that do not fit the function name no call
     bound.apply_defaults()
     arguments = bound.arguments
-    try:
-        options = _capi.new_options(process_set_id=process_set_id(arguments.get("process_set")))
-    except TypeError:
-        return  # no process set: no peers to tell
     members = 0
     if group_argument is not None:
         try:
             members = len(arguments.get(group_argument))
         except TypeError:
             members = 0
-    name = arguments.get("name")
+    refuse(op, arguments.get("name"), arguments.get("process_set"), error, members)
+
+
+def refuse(op, name, process_set, error, members=0):
+    """Announces that this rank will not make the call `op` of tensor `name` (members:
+    a group's size, 0 for a lone tensor), giving `error` as the reason: the peers' call
+    fails with MismatchError instead of waiting for this rank."""
+    if not lib.hvd_is_initialized():
+        return
+    try:
+        options = _capi.new_options(process_set_id=process_set_id(process_set))
+    except TypeError:
+        return  # no process set: no peers to tell
     encoded = None if name is None else (name if isinstance(name, bytes) else str(name).encode())
     reason = str(error).encode("utf-8", "replace")[:_MAX_REASON_BYTES] or type(error).__name__.encode()
     # The call this rank did not make is still refused if hvd_refuse fails (a process

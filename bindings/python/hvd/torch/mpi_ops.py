@@ -15,7 +15,7 @@ sparse_allreduce_async reduces a sparse tensor by allgathering its indices and v
 import torch
 
 from .._capi import lib
-from .._refusal import announces_refusal
+from .._refusal import announces_refusal, refuse
 from ..basics import Average, Sum, process_set_id
 from .async_ops import (_check_tensor, _group_list, _resolve_op, _set_size, allgather_async,
                         allreduce_async, alltoall_async, broadcast_async,
@@ -291,7 +291,16 @@ class SparseHandle:
 
     def wait(self):
         if self._result is None:
-            indices, values = (h.wait() for h in self._handles)
+            # Both are waited, also when the first fails, so neither name stays pending.
+            results, error = [], None
+            for h in self._handles:
+                try:
+                    results.append(h.wait())
+                except Exception as e:  # noqa: BLE001 - re-raised below
+                    error = error or e
+            if error is not None:
+                raise error
+            indices, values = results
             if self._average:
                 values = values / self._set_size
             t = self._tensor
@@ -306,17 +315,24 @@ def sparse_allreduce_async(tensor, name=None, op=Average, process_set=None):
     """Starts reducing a sparse COO tensor by allgathering its indices and values (as
     Horovod does: the result holds every rank's entries, duplicates summed when it is
     coalesced). op: Average or Sum."""
-    if not isinstance(tensor, torch.Tensor) or not tensor.is_sparse:
-        what = "a dense tensor" if isinstance(tensor, torch.Tensor) else type(tensor).__name__
-        raise TypeError(f"sparse_allreduce_async: expected a sparse COO torch.Tensor, got {what}")
-    op = _resolve_op(None, op, "sparse_allreduce_async")
-    if op not in (Average, Sum):
-        raise ValueError("sparse_allreduce_async: op must be hvd.Average or hvd.Sum")
+    indices_name = None if name is None else f"{name}.indices"
+    values_name = None if name is None else f"{name}.values"
+    try:
+        if not isinstance(tensor, torch.Tensor) or not tensor.is_sparse:
+            what = "a dense tensor" if isinstance(tensor, torch.Tensor) else type(tensor).__name__
+            raise TypeError(f"sparse_allreduce_async: expected a sparse COO torch.Tensor, "
+                            f"got {what}")
+        op = _resolve_op(None, op, "sparse_allreduce_async")
+        if op not in (Average, Sum):
+            raise ValueError("sparse_allreduce_async: op must be hvd.Average or hvd.Sum")
+    except (TypeError, ValueError) as error:
+        # The peers wait in both allgathers (automatic names too: one each).
+        refuse("allgather", indices_name, process_set, error)
+        refuse("allgather", values_name, process_set, error)
+        raise
     indices = tensor._indices().t().contiguous()
-    indices_handle = allgather_async(indices, None if name is None else f"{name}.indices",
-                                     process_set)
-    values_handle = allgather_async(tensor._values(),
-                                    None if name is None else f"{name}.values", process_set)
+    indices_handle = allgather_async(indices, indices_name, process_set)
+    values_handle = allgather_async(tensor._values(), values_name, process_set)
     return SparseHandle(tensor, indices_handle, values_handle, op == Average,
                         _set_size(process_set))
 
