@@ -130,3 +130,23 @@ def test_torch_sparse_allreduce_of_a_dense_tensor():
                                 "sparse COO")
         out = ht.sparse_allreduce_async(sparse, name=name, op=hvd.Sum).wait()
         assert torch.equal(out.to_dense(), sparse.to_dense() * hvd.size())
+
+
+def test_a_framework_error_before_the_call_is_announced_too(monkeypatch):
+    # Not one of the entry point's own checks: whatever torch raises while the call is
+    # prepared (here a RuntimeError) leaves the peers waiting just the same.
+    from hvd.torch import async_ops
+
+    def broken(tensor, function):
+        raise RuntimeError("the framework could not prepare this tensor")
+    if refusing():
+        monkeypatch.setattr(async_ops, "_check_tensor", broken)
+        with pytest.raises(RuntimeError, match="could not prepare"):
+            ht.allreduce(torch.ones(2), name="py.ref.runtime")
+        monkeypatch.undo()
+    else:
+        with pytest.raises(hvd.MismatchError) as info:
+            ht.allreduce(torch.ones(2), name="py.ref.runtime")
+        assert_peer_refused(info, "py.ref.runtime", "could not prepare")
+    out = ht.allreduce(torch.ones(2), op=hvd.Sum, name="py.ref.runtime")
+    assert torch.equal(out, torch.full((2,), float(hvd.size())))

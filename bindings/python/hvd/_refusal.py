@@ -1,7 +1,8 @@
 """Collectives refused in Python are refused to the other ranks too.
 
-A TypeError or ValueError raised by an entry point's own checks, before it calls
-libhvd, leaves the other ranks of the process set waiting for this rank's tensor for
+An exception raised by an entry point before it calls libhvd (its own checks'
+TypeError or ValueError, or whatever the framework raises while preparing the call),
+leaves the other ranks of the process set waiting for this rank's tensor for
 ever: they made the call correctly. `announces_refusal` wraps an entry point so that
 such an error is announced through hvd_refuse (the operation then fails on every other
 rank with MismatchError naming this rank and the error's text) and raised here as
@@ -42,7 +43,7 @@ def announces_refusal(op, group_argument=None):
                 return result
             except HvdError:
                 raise
-            except (TypeError, ValueError) as error:
+            except Exception as error:  # noqa: BLE001 - announced, then re-raised
                 if not _state.queued and not getattr(error, "_hvd_announced", False):
                     _announce(op, group_argument, signature, args, kwargs, error)
                 raise

@@ -325,7 +325,7 @@ def sparse_allreduce_async(tensor, name=None, op=Average, process_set=None):
         op = _resolve_op(None, op, "sparse_allreduce_async")
         if op not in (Average, Sum):
             raise ValueError("sparse_allreduce_async: op must be hvd.Average or hvd.Sum")
-    except (TypeError, ValueError) as error:
+    except Exception as error:  # noqa: BLE001 - announced, then re-raised
         # The peers wait in both allgathers (automatic names too: one each).
         refuse("allgather", indices_name, process_set, error)
         refuse("allgather", values_name, process_set, error)
