@@ -46,6 +46,7 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
     if (local) streams.push_back(local->stream);
   Error err = engine.begin(streams);
   if (!err.ok()) return err;
+  engine.copier().timer().enable(time_copies_);
 
   std::vector<void*> outputs;  // allocated here: freed by nobody on failure (allocator's)
   switch (spec.op) {
@@ -153,6 +154,8 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
           [done](void* stream) { return done->make_stream_wait(stream); });
   err = done->synchronize();
   if (!err.ok()) return err;
+  // The fusion copies ran on the GPU: step accounting takes their time from its clock.
+  if (time_copies_) copy_ns_ += engine.copier().timer().take_ns();
 
   // Outputs of negotiated size: pointers and row counts back to the caller.
   if (spec.op == OpType::Allgather) {

@@ -110,6 +110,27 @@ void stream_ordering(DeviceContext& ctx, BatchedCopier& copier) {
   cudaStreamDestroy(user);
 }
 
+// Step accounting's copy time: the GPU's clock around each timed copy, nothing when off.
+void copy_timing(DeviceContext& ctx, BatchedCopier& copier) {
+  const int64_t n = 1 << 24;  // 64 MB each way: long enough to read on any clock
+  void *src = nullptr, *dst = nullptr;
+  CHECK_CUDA(cudaMalloc(&src, n * 4));
+  CHECK_CUDA(cudaMalloc(&dst, n * 4));
+  CHECK(copier.timer().take_ns() == 0);
+  CHECK_OK(copier.copy({{src, dst, n}}, HVD_FLOAT32, 1.0, 1));
+  CHECK_OK(ctx.synchronize());
+  CHECK(copier.timer().take_ns() == 0);  // off by default
+  copier.timer().enable(true);
+  for (int k = 0; k < 3; ++k) CHECK_OK(copier.copy({{src, dst, n}}, HVD_FLOAT32, 0.5, 1));
+  CHECK_OK(ctx.synchronize());
+  const int64_t ns = copier.timer().take_ns();
+  CHECK(ns > 0 && ns < 1000000000);  // three copies of 64 MB: well under a second
+  CHECK(copier.timer().take_ns() == 0);  // taken once
+  copier.timer().enable(false);
+  cudaFree(src);
+  cudaFree(dst);
+}
+
 void pointer_checks() {
   void* d = nullptr;
   CHECK_CUDA(cudaMalloc(&d, 64));
@@ -152,6 +173,7 @@ int main() {
     if (dtype == HVD_FLOAT16) check_dtype(*ctx, copier, dtype, 7, 0.3712, 1);
   }
   stream_ordering(*ctx, copier);
+  copy_timing(*ctx, copier);
   pointer_checks();
   std::printf("gpu-copy-kernel: ok\n");
   return 0;

@@ -13,7 +13,7 @@
 
 namespace hvd {
 
-BatchedCopier::BatchedCopier(void* stream) : stream_(stream), device_descs_(stream) {}
+BatchedCopier::BatchedCopier(void* stream) : stream_(stream), device_descs_(stream), timer_(stream) {}
 
 #if HVD_HAVE_CUDA
 
@@ -37,10 +37,12 @@ Error BatchedCopier::copy(const std::vector<CopyItem>& items, hvd_dtype_t dtype,
       return make_error(HVD_ERR_UNSUPPORTED,
                         "scaled device copies need the CUDA kernels, and this build of libhvd "
                         "was made without nvcc");
+    timer_.start();
     for (const CopyItem& it : items)
       if (it.src != it.dst && it.count > 0)
         HVD_CUDA_CHECK(cudaMemcpyAsync(it.dst, it.src, static_cast<size_t>(it.count * esize),
                                        cudaMemcpyDeviceToDevice, stream));
+    timer_.stop();
     return Error::success();
   }
 
@@ -59,6 +61,7 @@ Error BatchedCopier::copy(const std::vector<CopyItem>& items, hvd_dtype_t dtype,
   if (descs.empty()) return Error::success();
   table.n = static_cast<int>(descs.size());
   table.total_chunks = chunks;
+  timer_.start();  // the descriptors' upload is part of the copy
   if (descs.size() <= static_cast<size_t>(kInlineDescs)) {
     std::memcpy(table.inline_descs, descs.data(), descs.size() * sizeof(CopyDesc));
     table.descs = nullptr;
@@ -83,6 +86,7 @@ Error BatchedCopier::copy(const std::vector<CopyItem>& items, hvd_dtype_t dtype,
   }
   int rc = launch_copy_kernel(table, dtype, factor, divisor, stream_);
   if (rc != cudaSuccess) return cuda_error(static_cast<cudaError_t>(rc), "the batched copy kernel launch");
+  timer_.stop();
   ++launches_;
   return Error::success();
 }

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "hvd/hvd.h"
 #include "ops/device/copy_kernel.h"
+#include "ops/device/copy_timer.h"
 #include "ops/device/device_buffer.h"
 
 namespace hvd {
@@ -33,12 +34,16 @@ class BatchedCopier {
   // Number of kernel launches so far (tests check there is one per call).
   uint64_t launches() const { return launches_; }
 
+  // The GPU time of the copies, when step accounting asks for it.
+  CopyTimer& timer() { return timer_; }
+
  private:
   void* stream_;
   PinnedBuffer host_descs_;
   DeviceBuffer device_descs_;
   void* uploaded_ = nullptr;  // cudaEvent_t: host_descs_ may be rewritten once it fired
   uint64_t launches_ = 0;
+  CopyTimer timer_;
 };
 
 }  // namespace hvd
