@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what the gpu suite, the device benchmark and Horovod's PyTorch tests need into
 # one tarball, for a machine that has a GPU, CUDA and NCCL but no compiler, MPI or
-# network: the build's libhvd and gpu test programs, the MPI runtime they link (MPICH
+# network: an MPICH build's libhvd and gpu test programs, the MPI runtime they link (MPICH
 # and its UCX, hwloc, CMocka), Hydra's mpiexec, and the gpu suite's list of tests.
 #
 #   scripts/gpu-bundle.sh [BUILD_DIR] [OUT.tar.xz] [HOROVOD_CHECKOUT]
@@ -16,6 +16,11 @@ out=$(realpath -m "${2:-$root/gpu-bundle.tar.xz}")
 horovod=${3:-}
 [ -f "$build/lib/libhvd.so.0" ] || { echo "gpu-bundle: no libhvd in $build: build first" >&2; exit 2; }
 ls "$build"/tests/gpu/test_gpu_* >/dev/null 2>&1 || { echo "gpu-bundle: $build has no gpu tests (built without CUDA?)" >&2; exit 2; }
+# Hydra's mpiexec travels as one program; Open MPI's launcher needs its whole tree.
+if ! ldd "$build/lib/libhvd.so.0" | grep -q libmpich; then
+  echo "gpu-bundle: $build is not an MPICH build; bundle one (meson setup build with MPICH)" >&2
+  exit 2
+fi
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
