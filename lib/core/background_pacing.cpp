@@ -65,11 +65,19 @@ void BackgroundLoop::ring_doorbells() {
 }
 
 void BackgroundLoop::wait_for_round() {
-  if (mode_ == Mode::Continue || rt_.size == 1) {
-    if (rt_.size == 1 && mode_ != Mode::Continue) {
-      // Alone: nobody to wait for; sleep until there is work.
-      while (!rt_.queue.wait(rt_.params.idle_poll_ms * 1000)) {
-      }
+  if (mode_ == Mode::Continue) return;
+  // Just after activity the next request usually follows within microseconds (see
+  // below): poll briefly, then sleep.
+  const double spin_until = last_progress_ + rt_.params.bg_spin_us * 1e-6;
+  if (rt_.size == 1) {
+    // Alone: nobody to wait for. The brief poll matters here too: sleeping at once
+    // made every call of a loop wake this thread, 17-20 us a lone allreduce instead
+    // of 3-4 whenever the scheduler had put the caller on another CPU.
+    while (now_seconds() < spin_until) {
+      if (rt_.queue.ready()) return;
+      std::this_thread::yield();
+    }
+    while (!rt_.queue.wait(rt_.params.idle_poll_ms * 1000)) {
     }
     return;
   }
@@ -84,7 +92,6 @@ void BackgroundLoop::wait_for_round() {
   // the lab took 250 us that way). Waking a sleeping thread cost 9 us of a lone
   // allreduce's 33 on the lab, 15 us with the poll (docs/performance.md, 2026-11-27
   // 11:15 entry).
-  const double spin_until = last_progress_ + rt_.params.bg_spin_us * 1e-6;
   while (now_seconds() < spin_until) {
     if (rt_.queue.ready() || controller_.has_unannounced()) {
       ring_doorbells();
