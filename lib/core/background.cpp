@@ -39,7 +39,7 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
                   &runtime.sets),
       speculation_(runtime.speculative_bytes),
       host_(runtime.params.allreduce_chunk_bytes, &runtime.counters),
-      executor_(&host_, &runtime.sets,
+      executor_(&host_, &runtime.sets, &runtime.counters,
                 [this](std::span<Request* const> r, const Error& e) { complete_batch(r, e); },
                 [this](const Response& r, Request* local) { return administer(r, local); }),
       hier_(NodeLayout{runtime.local, runtime.cross, runtime.local_rank, runtime.local_size,

@@ -159,6 +159,7 @@ Error Executor::dispatch(const Batch& batch, const std::vector<Response>& respon
   switch (first.spec.op) {
     case OpType::Allreduce:
       if (first.spec.reduce_op == HVD_OP_ADASUM) return allreduce_adasum(batch, responses, locals, set);
+      if (set.size() == 1) return allreduce_alone(batch, responses, locals);
       // A tensor alone whose last piece is padded (one above the threshold, where
       // the set's batches go in equal pieces) takes the batches' path: it reduces a
       // piece that lies in one tensor in that tensor's memory, and pads the last.

@@ -28,8 +28,10 @@ class Executor {
   // Process-set changes and other runtime-level operations, run by the owner.
   using Admin = std::function<Error(const Response&, Request* local)>;
 
-  Executor(Backend* host, ProcessSetTable* sets, Complete complete, Admin admin)
-      : host_(host), sets_(sets), complete_(std::move(complete)), admin_(std::move(admin)) {}
+  Executor(Backend* host, ProcessSetTable* sets, TrafficCounters* counters, Complete complete,
+           Admin admin)
+      : host_(host), sets_(sets), counters_(counters), complete_(std::move(complete)),
+        admin_(std::move(admin)) {}
 
   void run(const Batch& batch, const std::vector<Response>& responses, Controller& controller);
 
@@ -64,6 +66,9 @@ class Executor {
   Error dispatch_device(const Batch& batch, const std::vector<Response>& responses,
                         const std::vector<Request*>& locals, const ProcessSet& set);
   Error allreduce_single(const Response& r, Request* local, const ProcessSet& set);
+  // A set of one rank: copies and scaling only (execute_alone.cpp).
+  Error allreduce_alone(const Batch& batch, const std::vector<Response>& responses,
+                        const std::vector<Request*>& locals);
   Error allreduce_fused(const Batch& batch, const std::vector<Response>& responses,
                         const std::vector<Request*>& locals, const ProcessSet& set);
   Error allreduce_adasum(const Batch& batch, const std::vector<Response>& responses,
@@ -114,6 +119,7 @@ class Executor {
 
   Backend* host_;
   ProcessSetTable* sets_;
+  TrafficCounters* counters_;  // a set of one rank's allreduce counts without a backend
   Complete complete_;
   Admin admin_;
   HierarchicalAllreduce* hier_ = nullptr;

@@ -8,7 +8,8 @@ On each rank's GPU (local rank modulo the devices seen), for a workload's tensor
   torch_fused_ms    the copy floor: every tensor into one buffer and back, with torch
   hvd_ms            libhvd's grouped in-place allreduce of the set (median step)
   hvd_copy_share    of a libhvd step, the share step accounting gives to fusion copies
-  fusion_copy_gbps  bytes copied in and out by libhvd's fusion / its copy seconds
+  fusion_copy_gbps  bytes copied in and out by libhvd's fusion / its copy seconds (with
+                    peers: a rank alone copies nothing)
   nccl_packed_ms    NCCL on one pre-packed buffer through torch.distributed (the limit
                     of the device path), where every rank has a GPU of its own
   lone_4k_us        one 4 KB allreduce, median latency
@@ -131,8 +132,10 @@ def main():
         "torch_fused_ms": fused_ms,
         "hvd_ms": hvd_ms,
         "hvd_copy_share": copy_s / step,
-        # Fusion copies the set in and out: 2 passes, each reading and writing it.
-        "fusion_copy_gbps": (4 * nbytes / copy_s / 1e9) if copy_s > 0 else None,
+        # Fusion copies the set in and out: 2 passes, each reading and writing it (with
+        # peers; a rank alone reduces in place and copies nothing).
+        "fusion_copy_gbps": (4 * nbytes / copy_s / 1e9) if copy_s > 0 and hvd.size() > 1
+                            else None,
         "step_stats": {k: stats[k] for k in ("step_seconds", "negotiate_seconds",
                                              "copy_seconds", "transfer_seconds")},
         "lone_4k_us": lone_us,

@@ -148,6 +148,7 @@ Error DeviceEngine::allreduce(const std::vector<DeviceTensor>& tensors, hvd_dtyp
                                                                     counters_);
     hier_allreduce_->set_cross_transport(hier_cross_);
   }
+  if (comm.size == 1 && !hier) return allreduce_alone(tensors, dtype, prescale, postscale);
   Backend& flat = backend_for(dtype, true);
   // recv = the reduction of send (both device memory; may be equal).
   auto reduce = [&](const void* send, void* recv, int64_t count) -> Error {
@@ -180,6 +181,22 @@ Error DeviceEngine::allreduce(const std::vector<DeviceTensor>& tensors, hvd_dtyp
   err = reduce(buffer, buffer, total);
   if (!err.ok()) return err;
   return copier_->copy(out, dtype, postscale, divisor);
+}
+
+Error DeviceEngine::allreduce_alone(const std::vector<DeviceTensor>& tensors, hvd_dtype_t dtype,
+                                    double prescale, double postscale) {
+  // The same two roundings as with peers: the prescaled operand, then the result
+  // postscaled (an average over one rank divides by one).
+  std::vector<CopyItem> operand, result;
+  for (const DeviceTensor& t : tensors) {
+    if (!t.send) continue;  // this rank joined: nobody receives the result
+    if (prescale != 1.0 || t.send != t.recv) operand.push_back({t.send, t.recv, t.count});
+    if (postscale != 1.0) result.push_back({t.recv, t.recv, t.count});
+  }
+  if (!operand.empty()) HVD_RETURN_IF_ERROR(copier_->copy(operand, dtype, prescale, 1));
+  if (!result.empty()) HVD_RETURN_IF_ERROR(copier_->copy(result, dtype, postscale, 1));
+  if (counters_) counters_->collectives.fetch_add(1, std::memory_order_relaxed);
+  return Error::success();
 }
 
 Error DeviceEngine::adasum(const std::vector<DeviceTensor>& tensors, hvd_dtype_t dtype, double prescale,

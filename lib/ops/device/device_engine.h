@@ -104,6 +104,10 @@ class DeviceEngine {
   void set_hierarchical_cross(CrossTransport transport);
 
  private:
+  // A set of one rank: the reduction is the identity, so each tensor is copied to its
+  // output and scaled, in at most two launches and no fusion buffer.
+  Error allreduce_alone(const std::vector<DeviceTensor>& tensors, hvd_dtype_t dtype,
+                        double prescale, double postscale);
   DeviceEngine() = default;
   // Reserves the fusion buffer for the tensors back to back (*total elements), queues
   // zeros for a member without data (a joined rank), and lists the copies in and out.
