@@ -342,6 +342,55 @@ static void stream_wait_on_host_operation(void** state) {
   assert_hvd_status(hvd_stream_wait(h, NULL), HVD_ERR_INVALID_ARGUMENT);
 }
 
+/* A process set of one rank (the global set at one rank, a set of one otherwise): the
+ * reduction is the identity, so each tensor is only copied where it is not in place and
+ * scaled (prescale, then postscale, as with peers); one collective, no bytes sent. */
+static void a_set_of_one_copies_and_scales(void** state) {
+  (void)state;
+  const int size = hvd_size(), rank = hvd_rank();
+  enum { kMaxSets = 8, N = 1000 };
+  int32_t ids[kMaxSets];
+  const int sets = size > 1 && size <= kMaxSets ? size : 0;
+  if (size > kMaxSets) skip();
+  for (int q = 0; q < sets; ++q) assert_hvd_ok(hvd_add_process_set(&q, 1, &ids[q]));
+  const int32_t mine = sets ? ids[rank] : 0;
+  static float in_place[N], src[N], out[N];
+  static int32_t ints[N], ints_out[N];
+  for (int i = 0; i < N; ++i) {
+    in_place[i] = src[i] = (float)(i % 7 + rank);
+    out[i] = -1;
+    ints[i] = i % 9 - 4;
+    ints_out[i] = 99;
+  }
+  hvd_op_options_t o;
+  hvd_op_options_init(&o);
+  o.process_set_id = mine;
+  o.prescale_factor = 0.5;
+  o.postscale_factor = 3.0;
+  const hvd_counters_t before = tu_counters();
+  const void* sends[2] = {in_place, src};
+  void* recvs[2] = {in_place, out};
+  const int64_t counts[2] = {N, N};
+  assert_hvd_ok(hvd_grouped_allreduce(2, sends, recvs, counts, HVD_FLOAT32, HVD_OP_AVERAGE,
+                                      "alone.group", &o));
+  const hvd_counters_t after = tu_counters();
+  assert_int_equal(after.collectives - before.collectives, 1);
+  assert_int_equal(after.global_bytes, before.global_bytes);
+  for (int i = 0; i < N; ++i) {
+    const float want = (float)(i % 7 + rank) * 1.5f;  /* exact */
+    if (in_place[i] != want || out[i] != want || src[i] != (float)(i % 7 + rank))
+      fail_msg("element %d: in place %g, out %g, src %g; expected %g", i, in_place[i], out[i],
+               src[i], want);
+  }
+  hvd_op_options_init(&o);
+  o.process_set_id = mine;
+  hvd_handle_t h;
+  assert_hvd_ok(hvd_allreduce_async(ints, ints_out, N, HVD_INT32, HVD_OP_SUM, "alone.ints", &o, &h));
+  assert_hvd_ok(hvd_wait(h));
+  assert_memory_equal(ints_out, ints, sizeof ints);
+  for (int q = 0; q < sets; ++q) assert_hvd_ok(hvd_remove_process_set(ids[q]));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_op_and_dtype),
@@ -355,6 +404,7 @@ int main(void) {
       cmocka_unit_test(grouped_allreduce),
       cmocka_unit_test(grouped_allreduce_is_one_collective),
       cmocka_unit_test(stream_wait_on_host_operation),
+      cmocka_unit_test(a_set_of_one_copies_and_scales),
   };
   return cmocka_run_group_tests_name("allreduce", tests, tu_group_init, tu_group_shutdown);
 }
