@@ -116,6 +116,28 @@ def _contiguous_inplace(tensor):
     return buf, copy_back
 
 
+def _contiguous_group(members):
+    """_contiguous_inplace for a group: the buffers, and one callable that copies the
+    results back where a buffer is a copy and returns the members."""
+    bufs, copied = [], []
+    for t in members:
+        if t.is_contiguous() and not (t.is_neg() or t.is_conj()):
+            bufs.append(t)
+        else:
+            buf = _plain(t)
+            bufs.append(buf)
+            copied.append((t, buf))
+    members = list(members)
+    if not copied:
+        return bufs, lambda: list(members)
+
+    def finish():
+        for t, buf in copied:
+            t.copy_(buf)
+        return list(members)
+    return bufs, finish
+
+
 # --- allreduce ----------------------------------------------------------------------
 
 @announces_refusal("allreduce")
@@ -178,14 +200,22 @@ def _group_parts(tensors, function):
     order each dtype first appears (the same on every rank that passes the same list)."""
     if not tensors:
         raise ValueError(f"{function}: the group is empty")
-    for t in tensors:
-        _check_tensor(t, function)
+    # One pass (a step's gradients are a group of hundreds). One hvd_op_options_t (one
+    # device and stream) describes every member: get_device() is -1 on the CPU, the
+    # ordinal on a GPU, and cheaper than building torch.device objects.
     parts = {}
+    first_device = None
+    mixed = False
     for i, t in enumerate(tensors):
+        _check_tensor(t, function)
         parts.setdefault(_dtype_code(t), []).append(i)
-    # One hvd_op_options_t (one device and stream) describes every member.
-    devices = {t.device for t in tensors}
-    if len(devices) != 1:
+        where = t.get_device()
+        if first_device is None:
+            first_device = where
+        elif where != first_device:
+            mixed = True
+    if mixed:
+        devices = {t.device for t in tensors}
         # A ValueError that is also the RuntimeError Horovod raises here.
         raise InvalidArgumentError(
             INVALID_ARGUMENT,
@@ -252,12 +282,11 @@ def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale
     op = _resolve_op(average, op, "grouped_allreduce_async_")
 
     def start(members, code, part_name):
-        bufs, finishers = zip(*[_contiguous_inplace(t) for t in members])
+        bufs, finish = _contiguous_group(members)
         opts = _options(bufs[0], process_set, prescale_factor, postscale_factor)
         ptrs = [b.data_ptr() for b in bufs]
         return _raw.grouped_allreduce(ptrs, ptrs, [b.numel() for b in bufs], code, op,
-                                      part_name, opts, (members, bufs),
-                                      lambda: [f() for f in finishers],
+                                      part_name, opts, (members, bufs), finish,
                                       shapes=[b.shape for b in bufs])
     return _start_group(tensors, name, "grouped_allreduce_async_", start)
 
