@@ -5,6 +5,7 @@ pytorch_synthetic_benchmark does).
     hvdrun -np 2 -H localhost:2 /usr/bin/python3 examples/python/torch_train.py
 """
 import argparse
+import sys
 import timeit
 
 import numpy as np
@@ -68,7 +69,11 @@ def main():
 
     def log(text):
         if hvd.rank() == 0:
-            print(text, flush=True)
+            # One write per line: MPICH's mpiexec -prepend-rank (hvdrun's rank prefix)
+            # prefixes every chunk it reads, and print(flush=True) can reach it as two
+            # ("text", then the newline), which shows as "[0] text[0] ".
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
 
     log(f"Model: SmallCNN, batch size {args.batch_size} per rank, {hvd.size()} ranks, "
         f"{'CUDA' if use_cuda else 'CPU'}")
