@@ -224,6 +224,20 @@ def _group_parts(tensors, function):
     return list(parts.items())
 
 
+def _wait_all(handles):
+    """Every handle's result, in order. Each is waited also after one failed, so that
+    none is left in flight (its name pending); the first failure is then raised."""
+    results, error = [], None
+    for h in handles:
+        try:
+            results.append(h.wait())
+        except BaseException as exc:  # noqa: B902 - re-raised below
+            error = error or exc
+    if error is not None:
+        raise error
+    return results
+
+
 class _GroupHandle:
     """The handle of a group of several dtypes. libhvd's grouped calls take one dtype,
     so such a group is one grouped operation per dtype, enqueued one after the other
@@ -240,14 +254,7 @@ class _GroupHandle:
         return all(h.poll() for h in self._handles)
 
     def wait(self):
-        results, error = [], None
-        for h in self._handles:  # every one, also after a failure: none is left in flight
-            try:
-                results.append(h.wait())
-            except BaseException as exc:  # noqa: B902 - re-raised below
-                error = error or exc
-        if error is not None:
-            raise error
+        results = _wait_all(self._handles)
         out = [None] * self._count
         for (_, members), result in zip(self._parts, results):
             for i, r in zip(members, result):

@@ -17,8 +17,8 @@ import torch
 from .._capi import lib
 from .._refusal import announces_refusal, refuse
 from ..basics import Average, Sum, process_set_id
-from .async_ops import (_check_tensor, _group_list, _resolve_op, _set_size, allgather_async,
-                        allreduce_async, alltoall_async, broadcast_async,
+from .async_ops import (_check_tensor, _group_list, _resolve_op, _set_size, _wait_all,
+                        allgather_async, allreduce_async, alltoall_async, broadcast_async,
                         grouped_allgather_async, grouped_allreduce_async,
                         grouped_reducescatter_async, reducescatter_async, synchronize)
 from .compression import Compression
@@ -291,16 +291,7 @@ class SparseHandle:
 
     def wait(self):
         if self._result is None:
-            # Both are waited, also when the first fails, so neither name stays pending.
-            results, error = [], None
-            for h in self._handles:
-                try:
-                    results.append(h.wait())
-                except Exception as e:  # noqa: BLE001 - re-raised below
-                    error = error or e
-            if error is not None:
-                raise error
-            indices, values = results
+            indices, values = _wait_all(self._handles)
             if self._average:
                 values = values / self._set_size
             t = self._tensor
