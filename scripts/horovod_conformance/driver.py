@@ -3,8 +3,10 @@ pass/fail/skip table (see scripts/horovod-conformance.sh for the interface).
 
 Each test file runs in MPI jobs of NP ranks. result_plugin.py records every test's
 start and outcome per rank as it happens; a test that runs too long is recorded as a
-hang and ends its job, and the tests it did not reach run in a fresh job. A test's
-outcome is the worst over the ranks: failed > hang > crashed > skipped > passed.
+hang and ends its job, and the tests it did not reach run in a fresh job. A test that
+crashed, or hung while some rank never reached it (held in an earlier test that failed
+elsewhere), runs once more in a fresh job before it is blamed. A test's outcome is the
+worst over the ranks: failed > hang > crashed > skipped > passed.
 """
 import argparse
 import json
@@ -83,6 +85,11 @@ def read_records(out_dir):
     return per_test
 
 
+def started_on(records):
+    """How many ranks reported starting the test."""
+    return len({rank_file for rank_file, rec in records if rec["outcome"] == "start"})
+
+
 def verdict(records, np_ranks):
     """(outcome, detail) of one test from its records, or None if it never started."""
     if not records:
@@ -149,9 +156,12 @@ def run_file(checkout, name):
             break
         for t in started:
             outcome = verdict(records[t], ARGS.np)
-            # A rank killed because a peer hung or died elsewhere: run the test again once
-            # in a fresh job before blaming it.
-            if outcome[0] == "crashed" and t not in retried:
+            # A rank killed because a peer hung or died elsewhere, or a hang while a rank
+            # was still held in an earlier test (one that failed on the other ranks and
+            # left its collectives unmatched): run the test again once in a fresh job
+            # before blaming it.
+            collateral = outcome[0] == "hang" and started_on(records[t]) < ARGS.np
+            if (outcome[0] == "crashed" or collateral) and t not in retried:
                 retried.add(t)
                 continue
             results[t] = outcome
