@@ -215,6 +215,45 @@ env-forwarded)
   "$hvdrun" -np 2 --no-rank-prefix sh -c 'echo plain' >"$work/out" || die "hvdrun failed"
   [ "$(grep -cx plain "$work/out")" = 2 ] || die "--no-rank-prefix: $(cat "$work/out")"
   ;;
+whole-lines)
+  # Each rank's output reaches the launcher a line at a time (rank_monitor.h), so
+  # that its rank prefix starts every line and only lines: a line written in two
+  # calls (Python's print with PYTHONUNBUFFERED or -u) came out as "[0] text[0] "
+  # and a lone newline a few times in a hundred. With MPICH every line must be whole.
+  # Open MPI's --tag-output still cuts some lines where its own forwarding splits a
+  # read (it does so for single-write lines without hvdrun too), so there the lines
+  # are counted, not checked one by one.
+  py=/usr/bin/python3
+  [ -x "$py" ] || py=python3
+  cat >"$work/writer.py" <<'PY'
+import os, sys
+rank = int(os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK"))
+for i in range(200):
+    for fd, what in ((1, "out"), (2, "err")):
+        os.write(fd, f"{what} {i} of rank {rank}".encode())
+        os.write(fd, b"\n")
+os.write(2, b"unfinished")  # a last line with no newline; the exit marker follows it
+sys.exit(int(sys.argv[1]) if rank == 1 else 0)
+PY
+  "$hvdrun" -np 2 -H localhost:2 "$py" "$work/writer.py" 0 >"$work/out" 2>"$work/err" ||
+    die "status $?: $(tail -5 "$work/err")"
+  for what in out err; do
+    n=$(grep -cE "$what [0-9]+ of rank [01]\$" "$work/$what")
+    if "$hvdrun" --dry-run -np 1 true | grep -q -- '-prepend-rank'; then
+      bad=$(grep -vE "^\[[01]\] $what [0-9]+ of rank [01]\$|^\[[01]\] unfinished\$" "$work/$what")
+      [ -z "$bad" ] || die "std$what lines not whole: $(echo "$bad" | head -5)"
+      [ "$n" = 400 ] || die "std$what: $n whole lines of 400"
+    else
+      [ "$n" -ge 360 ] || die "std$what: $n whole lines of 400: $(head -5 "$work/$what")"
+    fi
+  done
+  grep -q "unfinished" "$work/err" || die "the unfinished last line was lost: $(tail -3 "$work/err")"
+  # A rank that fails right after such a line is still named (its marker starts a line).
+  "$hvdrun" -np 2 -H localhost:2 "$py" "$work/writer.py" 3 >/dev/null 2>"$work/err"
+  status=$?
+  [ "$status" = 3 ] || die "status $status, expected 3: $(tail -5 "$work/err")"
+  grep -qF "rank 1 (pid" "$work/err" || die "the failed rank is not named: $(tail -5 "$work/err")"
+  ;;
 output-files)
   "$hvdrun" -np 2 --output-filename "$work/logs" \
     sh -c 'r=${PMI_RANK:-$OMPI_COMM_WORLD_RANK}; echo "out $r"; echo "err $r" >&2' \

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "line_relay.h"
 #include "rank_exit.h"
 
 namespace hvdrun {
@@ -57,8 +59,10 @@ bool began_init(const std::string& notice_text) {
   return notice_text.compare(0, kInitNotice.size(), kInitNotice) == 0;
 }
 
-void emit(const std::string& line, const char* events_dir) {
+// err_relay: the rank's stderr relay, if any: a marker starts a line of its own.
+void emit(const std::string& line, const char* events_dir, LineRelay* err_relay) {
   if (!events_dir) {
+    if (err_relay) err_relay->end_line();
     ssize_t written = ::write(STDERR_FILENO, line.data(), line.size());  // one write: one line
     (void)written;
     return;
@@ -105,6 +109,13 @@ int run_rank_monitor(int argc, char** argv, const char* events_dir) {
   for (int sig : kPassedOn) sigaddset(&held, sig);
   ::sigprocmask(SIG_BLOCK, &held, &old);
 
+  // The rank's stdout and stderr come through the monitor a line at a time
+  // (line_relay.h); where a relay cannot be made, the rank writes to the launcher.
+  LineRelay out_relay, err_relay;
+  int rank_out = -1, rank_err = -1;
+  const bool relay_out = out_relay.open_for(STDOUT_FILENO, &rank_out);
+  const bool relay_err = err_relay.open_for(STDERR_FILENO, &rank_err);
+
   const pid_t child = ::fork();
   if (child < 0) {
     std::fprintf(stderr, "hvdrun: rank %d: cannot fork: %s\n", launcher_rank(), std::strerror(errno));
@@ -114,6 +125,8 @@ int run_rank_monitor(int argc, char** argv, const char* events_dir) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != monitor) ::_exit(137);  // the monitor died before the prctl
     ::sigprocmask(SIG_SETMASK, &old, nullptr);
+    if (relay_out) ::dup2(rank_out, STDOUT_FILENO);  // dup2 clears close-on-exec
+    if (relay_err) ::dup2(rank_err, STDERR_FILENO);
     ::execvp(argv[0], argv);
     std::fprintf(stderr, "hvdrun: rank %d: cannot run '%s': %s\n", launcher_rank(), argv[0],
                  std::strerror(errno));
@@ -121,6 +134,12 @@ int run_rank_monitor(int argc, char** argv, const char* events_dir) {
   }
   g_child = child;
   if (notice[1] >= 0) ::close(notice[1]);
+  if (relay_out) ::close(rank_out);
+  if (relay_err) ::close(rank_err);
+  // A launcher gone mid-job: the relay's write fails (EPIPE) instead of killing the
+  // monitor, and the relay closes its end, so that the rank's next write fails as it
+  // would have without the monitor.
+  std::signal(SIGPIPE, SIG_IGN);
   for (int sig : kPassedOn) {
     struct sigaction previous;
     ::sigaction(sig, nullptr, &previous);
@@ -131,43 +150,85 @@ int run_rank_monitor(int argc, char** argv, const char* events_dir) {
   // libhvd writes "init" to the notice pipe as hvd_init begins, before MPI_Init: from
   // then on that rank waits in MPI's initialization for every other, so hvdrun must
   // know it to end a job one of whose ranks exited before starting (rank_exit.h). The
-  // exit notice follows on the same pipe. Only the pipe's readiness is watched here,
-  // with the child's end (pidfd): no polling.
+  // exit notice follows on the same pipe. Only readiness is watched here: the notice
+  // pipe, the rank's output and the child's end (pidfd). Without a pidfd the monitor
+  // checks for the child's end every kExitCheckMs while it relays output.
+  constexpr int kExitCheckMs = 50;
   int status = 0;
   std::string notice_text;
   bool started = false;
-  const int pidfd = notice[0] >= 0 ? static_cast<int>(::syscall(SYS_pidfd_open, child, 0)) : -1;
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, child, 0));
+  const bool knows_init = notice[0] >= 0 && pidfd >= 0;
+  bool watch_notice = knows_init;
   auto read_notice = [&] {
     char buf[256];
     ssize_t n;
     while ((n = ::read(notice[0], buf, sizeof buf)) > 0) notice_text.append(buf, static_cast<size_t>(n));
     return n == 0;  // end of file: the child closed it (or exited)
   };
-  while (pidfd >= 0 && !started) {
-    pollfd fds[2] = {{pidfd, POLLIN, 0}, {notice[0], POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
+  LineRelay* relays[2] = {relay_out ? &out_relay : nullptr, relay_err ? &err_relay : nullptr};
+  LineRelay* marker_relay = relay_err ? &err_relay : nullptr;
+  auto relaying = [&] {
+    return std::any_of(std::begin(relays), std::end(relays), [](LineRelay* r) { return r && r->fd() >= 0; });
+  };
+  // One wait for any of them; false when the child's end was seen (or cannot be).
+  bool reaped = false;
+  auto wait_once = [&](bool watch_child, int limit_ms) {
+    pollfd fds[4];
+    int n = 0, at_child = -1, at_notice = -1, at_relay[2] = {-1, -1};
+    if (watch_child && pidfd >= 0) fds[at_child = n++] = {pidfd, POLLIN, 0};
+    if (watch_notice && !started) fds[at_notice = n++] = {notice[0], POLLIN, 0};
+    int timeout = limit_ms;
+    const auto now = LineRelay::Clock::now();
+    for (int i = 0; i < 2; ++i) {
+      if (!relays[i] || relays[i]->fd() < 0) continue;
+      fds[at_relay[i] = n++] = {relays[i]->fd(), POLLIN, 0};
+      const int due = relays[i]->ms_until_due(now);
+      if (due >= 0 && (timeout < 0 || due < timeout)) timeout = due;
     }
-    if (fds[1].revents) {
+    if (watch_child && pidfd < 0 && (timeout < 0 || timeout > kExitCheckMs)) timeout = kExitCheckMs;
+    if (::poll(fds, static_cast<nfds_t>(n), timeout) < 0 && errno != EINTR) return false;
+    if (at_notice >= 0 && fds[at_notice].revents) {
       const bool closed = read_notice();
       if (began_init(notice_text)) {
         started = true;
         emit(std::string(kRankMpiMarker) + "rank=" + std::to_string(launcher_rank()) +
                  " pid=" + std::to_string(child) + " host=" + host_name() + "\n",
-             events_dir);
+             events_dir, marker_relay);
       }
-      if (closed && !started) break;
+      if (closed && !started) watch_notice = false;
     }
-    if (fds[0].revents) break;  // it exited
+    for (int i = 0; i < 2; ++i)
+      if (at_relay[i] >= 0 && fds[at_relay[i]].revents) relays[i]->pump();
+    for (LineRelay* r : relays)
+      if (r) r->flush_due(LineRelay::Clock::now());
+    if (!watch_child) return true;
+    if (at_child >= 0) return !fds[at_child].revents;
+    const pid_t ended = ::waitpid(child, &status, WNOHANG);
+    reaped = ended == child;
+    return ended == 0;
+  };
+  if (pidfd >= 0 || relaying()) {
+    while (wait_once(true, -1)) {
+    }
   }
+  const double exit_seen = wall_seconds();
+  // What the rank (or a process it left behind that shares its output) still writes,
+  // for a second at most: a daemon holding the output open must not hold the rank.
+  const auto drain_end = LineRelay::Clock::now() + std::chrono::seconds(1);
+  for (auto now = LineRelay::Clock::now(); relaying() && now < drain_end; now = LineRelay::Clock::now())
+    wait_once(false, static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(drain_end - now).count()));
+  // The exit marker below ends stderr's last line (emit); with an events folder
+  // nothing follows it.
+  out_relay.flush();
+  if (events_dir) err_relay.flush();
   if (pidfd >= 0) ::close(pidfd);
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  while (!reaped && ::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   RankExit e;
   e.rank = launcher_rank();
   e.pid = child;
-  e.time = wall_seconds();
+  e.time = exit_seen;
   if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
   else e.exit_code = WEXITSTATUS(status);
   if (notice[0] >= 0) {
@@ -190,10 +251,10 @@ int run_rank_monitor(int argc, char** argv, const char* events_dir) {
   }
   // Whether the rank began hvd_init: a rank that exits cleanly without it, while
   // another waits in initialization, left that one waiting for ever.
-  e.mpi = began_init(notice_text) ? RankMpi::Hvd : pidfd >= 0 ? RankMpi::None : RankMpi::Unknown;
+  e.mpi = began_init(notice_text) ? RankMpi::Hvd : knows_init ? RankMpi::None : RankMpi::Unknown;
   e.host = host_name();
   // Every exit: a clean one before MPI ends the job when other ranks wait in MPI_Init.
-  emit(format_rank_exit(e), events_dir);
+  emit(format_rank_exit(e), events_dir, marker_relay);
   if (e.signal) {
     // End the same way, so the launcher sees what the rank did.
     std::signal(e.signal, SIG_DFL);

@@ -1,9 +1,10 @@
 // The per-rank monitor: `hvdrun --rank-monitor -- command...`, which hvdrun puts in
 // front of the user's command on the launcher's command line. It runs the command as
-// its child, passes signals on, reports when the child loads MPI and when it exits
-// (the markers of rank_exit.h, on stderr); then it ends as the child did (same exit status, or the same
-// signal). The child dies with the monitor (PR_SET_PDEATHSIG), so a launcher that
-// kills the monitor leaves no rank behind.
+// its child, passes signals on, passes the child's stdout and stderr on a line at a
+// time (line_relay.h), reports when the child loads MPI and when it exits (the
+// markers of rank_exit.h, on stderr, each starting a line); then it ends as the child
+// did (same exit status, or the same signal). The child dies with the monitor
+// (PR_SET_PDEATHSIG), so a launcher that kills the monitor leaves no rank behind.
 #pragma once
 
 namespace hvdrun {
