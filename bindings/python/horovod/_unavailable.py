@@ -12,7 +12,6 @@ _MISSING = {
     "horovod.mxnet": "libhvd binds PyTorch only",
     "horovod.spark": "libhvd launches jobs with hvdrun over MPI, not on Spark clusters",
     "horovod.ray": "libhvd launches jobs with hvdrun over MPI, not on Ray clusters",
-    "horovod.torch.elastic": "libhvd has no elastic mode: a job keeps its ranks throughout",
 }
 
 
@@ -33,7 +32,7 @@ class _UnavailableFinder(importlib.abc.MetaPathFinder):
 
 def missing_attribute(package, attribute):
     """For a package's module __getattr__: the AttributeError for `attribute`, with
-    the ImportError's words where it names a missing part (hvd.elastic.run in a
+    the ImportError's words where it names a missing part (horovod.tensorflow in a
     Horovod script), so hasattr() stays False and the message says why."""
     fullname = f"{package}.{attribute}"
     if fullname in _MISSING:

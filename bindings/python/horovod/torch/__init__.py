@@ -3,8 +3,9 @@ from hvd.torch import *  # noqa: F401,F403 - the whole API is the point
 from hvd.torch import (Compression, DistributedOptimizer, HorovodInternalError,  # noqa: F401
                        ProcessSet, global_process_set)
 
+from . import elastic  # noqa: F401,E402 - horovod.torch.elastic, as Horovod's
+
 
 def __getattr__(name):
-    # horovod.torch.elastic (hvd.elastic.run): say why it is missing, as its import does.
     from .._unavailable import missing_attribute
     raise missing_attribute(__name__, name)

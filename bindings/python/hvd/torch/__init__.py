@@ -28,6 +28,7 @@ from .mpi_ops import (allgather, allgather_async, allreduce, allreduce_, allredu
                       reducescatter_async, sparse_allreduce_async, synchronize)
 from .optimizer import DistributedOptimizer
 from .sync_batch_norm import SyncBatchNorm
+from . import elastic  # noqa: E402 - hvd.elastic.run, TorchState, ElasticSampler
 
 # Horovod's name for failures of collective operations.
 HorovodInternalError = HvdError

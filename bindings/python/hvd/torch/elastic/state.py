@@ -1,0 +1,159 @@
+"""TorchState: a model, an optimizer, an ElasticSampler and plain values, committed,
+restored and synchronized together (hvd.elastic)."""
+import copy
+
+import torch
+
+from ...basics import rank
+from ...elastic import ObjectState
+from ..functions import broadcast_object, broadcast_optimizer_state, broadcast_parameters
+from .sampler import ElasticSampler
+
+__all__ = ["TorchState", "StateHandler", "ModelStateHandler", "OptimizerStateHandler",
+           "SamplerStateHandler", "get_handler_registry", "set_handler_registry"]
+
+
+class StateHandler:
+    """Saves, restores and synchronizes one value of a TorchState."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def save(self):
+        raise NotImplementedError()
+
+    def restore(self):
+        raise NotImplementedError()
+
+    def sync(self):
+        raise NotImplementedError()
+
+    def set_value(self, value):
+        self.value = value
+        self.save()
+
+
+class ModelStateHandler(StateHandler):
+    """A torch.nn.Module: its state_dict, copied."""
+
+    def __init__(self, model):
+        super().__init__(model)
+        self.save()
+
+    def save(self):
+        self._saved = copy.deepcopy(self.value.state_dict())
+
+    def restore(self):
+        self.value.load_state_dict(self._saved)
+
+    def sync(self):
+        broadcast_parameters(self.value.state_dict(), root_rank=0)
+
+
+class OptimizerStateHandler(StateHandler):
+    """A torch.optim.Optimizer (a DistributedOptimizer too): its state_dict, copied."""
+
+    def __init__(self, optimizer):
+        super().__init__(optimizer)
+        self.save()
+
+    def save(self):
+        self._saved = copy.deepcopy(self.value.state_dict())
+
+    def restore(self):
+        self.value.load_state_dict(self._saved)
+
+    def sync(self):
+        broadcast_optimizer_state(self.value, root_rank=0)
+
+
+class SamplerStateHandler(StateHandler):
+    """An ElasticSampler: its epoch and the count of samples processed in it, rank 0's
+    on every rank after a sync."""
+
+    def __init__(self, sampler):
+        super().__init__(sampler)
+        self.save()
+
+    def save(self):
+        self._saved = copy.deepcopy(self.value.state_dict())
+
+    def restore(self):
+        self.value.load_state_dict(self._saved)
+
+    def sync(self):
+        self.value.load_state_dict(broadcast_object(self.value.state_dict(), root_rank=0,
+                                                    name="elastic.sampler.state"))
+
+
+_handler_registry = [
+    (torch.nn.Module, ModelStateHandler),
+    (torch.optim.Optimizer, OptimizerStateHandler),
+    (ElasticSampler, SamplerStateHandler),
+]
+
+
+def get_handler_registry():
+    """The (type, handler class) pairs TorchState picks handlers from, first match."""
+    return _handler_registry
+
+
+def set_handler_registry(registry):
+    global _handler_registry
+    _handler_registry = registry
+
+
+def _handler_for(value):
+    for kind, handler in _handler_registry:
+        if isinstance(value, kind):
+            return handler(value)
+    return None
+
+
+class TorchState(ObjectState):
+    """The state of a PyTorch training job for hvd.elastic.run.
+
+        state = hvd.elastic.TorchState(model, optimizer, sampler=sampler, epoch=0)
+
+    Models, optimizers and ElasticSamplers (any keyword) are saved as copies of their
+    state_dict and synchronized with broadcast_parameters, broadcast_optimizer_state and
+    a broadcast of the sampler's state; other keywords are plain values (ObjectState).
+    After sync() the synchronized state is also the committed one, for the handled
+    values as for the plain ones (Horovod's restore() before a first commit goes back
+    to a model's and optimizer's state before the sync, different on each rank)."""
+
+    def __init__(self, model=None, optimizer=None, **kwargs):
+        kwargs.update(model=model, optimizer=optimizer)  # None: a plain value
+        handlers, values = {}, {}
+        for name, value in kwargs.items():
+            handler = _handler_for(value)
+            if handler is None:
+                values[name] = value
+            else:
+                handlers[name] = handler
+        object.__setattr__(self, "_handlers", handlers)
+        for name, handler in handlers.items():
+            object.__setattr__(self, name, handler.value)
+        super().__init__(bcast_object=broadcast_object, get_rank=rank, **values)
+
+    def __setattr__(self, name, value):
+        handlers = self.__dict__.get("_handlers", {})
+        if name in handlers:
+            handlers[name].set_value(value)
+        super().__setattr__(name, value)
+
+    def save(self):
+        for handler in self._handlers.values():
+            handler.save()
+        super().save()
+
+    def restore(self):
+        for handler in self._handlers.values():
+            handler.restore()
+        super().restore()
+
+    def sync(self):
+        for handler in self._handlers.values():
+            handler.sync()
+            handler.save()
+        super().sync()
