@@ -39,15 +39,13 @@ def main():
         if step % 50 == 0 or step == args.steps - 1:
             loss = hvd.allreduce(np.array([np.mean(residual ** 2)]), name="loss")[0]
             if rank == 0:
-                sys.stdout.write(f"step {step:4d}  loss {loss:.6f}\n")  # one chunk: see torch_train.py
-                sys.stdout.flush()
+                print(f"step {step:4d}  loss {loss:.6f}", flush=True)
 
     # Every rank applied the same averaged gradients, so the weights agree.
     same = hvd.allreduce(w, op=hvd.Max, name="w.max")
     error = np.max(np.abs(w - true_w))
     if rank == 0:
-        sys.stdout.write(f"{size} ranks, max |w - w_true| = {error:.4f}\n")
-        sys.stdout.flush()
+        print(f"{size} ranks, max |w - w_true| = {error:.4f}", flush=True)
     hvd.shutdown()
     return 0 if np.array_equal(same, w) else 1
 

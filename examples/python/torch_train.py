@@ -5,7 +5,6 @@ pytorch_synthetic_benchmark does).
     hvdrun -np 2 -H localhost:2 /usr/bin/python3 examples/python/torch_train.py
 """
 import argparse
-import sys
 import timeit
 
 import numpy as np
@@ -69,11 +68,7 @@ def main():
 
     def log(text):
         if hvd.rank() == 0:
-            # One write per line: MPICH's mpiexec -prepend-rank (hvdrun's rank prefix)
-            # prefixes every chunk it reads, and print(flush=True) can reach it as two
-            # ("text", then the newline), which shows as "[0] text[0] ".
-            sys.stdout.write(text + "\n")
-            sys.stdout.flush()
+            print(text, flush=True)
 
     log(f"Model: SmallCNN, batch size {args.batch_size} per rank, {hvd.size()} ranks, "
         f"{'CUDA' if use_cuda else 'CPU'}")
