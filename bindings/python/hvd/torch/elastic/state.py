@@ -33,11 +33,12 @@ class StateHandler:
         self.save()
 
 
-class ModelStateHandler(StateHandler):
-    """A torch.nn.Module: its state_dict, copied."""
+class _StateDictHandler(StateHandler):
+    """A value with state_dict() and load_state_dict(): saved as a copy of its
+    state_dict; subclasses say how to synchronize it."""
 
-    def __init__(self, model):
-        super().__init__(model)
+    def __init__(self, value):
+        super().__init__(value)
         self.save()
 
     def save(self):
@@ -45,41 +46,25 @@ class ModelStateHandler(StateHandler):
 
     def restore(self):
         self.value.load_state_dict(self._saved)
+
+
+class ModelStateHandler(_StateDictHandler):
+    """A torch.nn.Module."""
 
     def sync(self):
         broadcast_parameters(self.value.state_dict(), root_rank=0)
 
 
-class OptimizerStateHandler(StateHandler):
-    """A torch.optim.Optimizer (a DistributedOptimizer too): its state_dict, copied."""
-
-    def __init__(self, optimizer):
-        super().__init__(optimizer)
-        self.save()
-
-    def save(self):
-        self._saved = copy.deepcopy(self.value.state_dict())
-
-    def restore(self):
-        self.value.load_state_dict(self._saved)
+class OptimizerStateHandler(_StateDictHandler):
+    """A torch.optim.Optimizer (a DistributedOptimizer too)."""
 
     def sync(self):
         broadcast_optimizer_state(self.value, root_rank=0)
 
 
-class SamplerStateHandler(StateHandler):
+class SamplerStateHandler(_StateDictHandler):
     """An ElasticSampler: its epoch and the count of samples processed in it, rank 0's
     on every rank after a sync."""
-
-    def __init__(self, sampler):
-        super().__init__(sampler)
-        self.save()
-
-    def save(self):
-        self._saved = copy.deepcopy(self.value.state_dict())
-
-    def restore(self):
-        self.value.load_state_dict(self._saved)
 
     def sync(self):
         self.value.load_state_dict(broadcast_object(self.value.state_dict(), root_rank=0,
