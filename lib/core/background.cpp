@@ -78,6 +78,8 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
   fusion_.inplace_min_bytes = rt_.params.inplace_min_bytes;
   fusion_.disable_group_fusion = rt_.params.disable_group_fusion;
   fusion_.fuse_large = [this](int32_t set_id) { return fuse_large_tensors(set_id); };
+  executor_.set_fused_ring(
+      [this](int32_t set_id, int64_t bytes) { return fused_ring(set_id, bytes); });
   cycle_time_ms_ = rt_.params.cycle_time_ms;
   // A chosen starting point for the search (on every rank, so all fuse alike until
   // the first tuned values arrive); knobs the user set win, and are held.
@@ -212,7 +214,20 @@ bool BackgroundLoop::fuse_large_tensors(int32_t set_id) {
   // large tensors stay alone there.
   if (rt_.params.fuse_large == Params::FuseLarge::Never || executor_.reduces_hierarchically(set_id))
     return false;
-  if (rt_.params.fuse_large == Params::FuseLarge::Always) return true;
+  return rt_.params.fuse_large == Params::FuseLarge::Always || spans_nodes(set_id);
+}
+
+// Below this a fused batch is latency-bound: the ring's 2 (size - 1) steps cost more
+// than MPI_Allreduce's fewer rounds save in copies.
+constexpr int64_t kFusedRingMinBytes = 64 << 10;
+
+bool BackgroundLoop::fused_ring(int32_t set_id, int64_t bytes) {
+  if (rt_.params.fused_ring == Params::FuseLarge::Never) return false;
+  if (rt_.params.fused_ring == Params::FuseLarge::Always) return true;
+  return bytes >= kFusedRingMinBytes && rt_.every_rank_has_a_cpu && spans_nodes(set_id);
+}
+
+bool BackgroundLoop::spans_nodes(int32_t set_id) {
   auto known = spans_nodes_.find(set_id);
   if (known != spans_nodes_.end()) return known->second;
   bool spans = false;

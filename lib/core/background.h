@@ -81,6 +81,8 @@ class BackgroundLoop {
   // FusionConfig::fuse_large for a set: the option, the hierarchical algorithm and
   // whether the set's ranks are on more than one node.
   bool fuse_large_tensors(int32_t set_id);
+  bool fused_ring(int32_t set_id, int64_t bytes);
+  bool spans_nodes(int32_t set_id);
   // Turns the response cache on or off as tuned, once the round's responses have run.
   void switch_cache();
   void toggle_cache_for_tests();
@@ -109,7 +111,7 @@ class BackgroundLoop {
   int cache_switch_ = -1;         // 0 or 1: the cache goes off or on after this round
   bool toggled_cache_on_ = true;  // HVD_CACHE_TOGGLE_ROUNDS: the state last sent
   FusionConfig fusion_;
-  std::unordered_map<int32_t, bool> spans_nodes_;  // by process set (fuse_large_tensors)
+  std::unordered_map<int32_t, bool> spans_nodes_;  // by process set (spans_nodes)
   Mode mode_ = Mode::Idle;
   int64_t round_ = 0;
   double last_round_end_ = 0;

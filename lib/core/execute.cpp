@@ -277,6 +277,9 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
     activity_end();
     return Error::success();
   }
+  bool by_ring = false;
+  Error ring_err = allreduce_fused_ring(batch, responses, locals, set, &by_ring);
+  if (by_ring) return ring_err;
   // A batch of several pieces sent over a network keeps them all (nearly) one size:
   // cut evenly, or with its short last piece zero-padded in the buffer
   // (Backend::staging_pieces).
@@ -319,6 +322,7 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
   // large tensors of a batch, core/fusion_planner.h). Other ranks may copy the same
   // piece; the MPI calls are the same either way.
   mark_contiguous_runs(locals, esize);
+  index_.assign(counts_);
   unsigned char* located = nullptr;  // the piece being reduced in the caller's memory
   auto fill = [&](int64_t offset, int64_t n) -> void* {
     if (cut.pad_last && n < piece) {
@@ -327,25 +331,8 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
       std::memset(buffer + n * esize, 0, static_cast<size_t>(piece - n) * esize);
       return buffer;
     }
-    size_t first_k = SIZE_MAX, last_k = 0;
-    int64_t first_element = 0;
-    in.visit(offset, n, [&](size_t k, int64_t first, int64_t, int64_t) {
-      if (first_k == SIZE_MAX) {
-        first_k = k;
-        first_element = first;
-      }
-      last_k = k;
-    });
-    located = nullptr;
-    const Request* owner = first_k != SIZE_MAX ? locals[first_k] : nullptr;
-    const bool in_run = owner && run_of_[first_k] >= 0 && run_of_[first_k] == run_of_[last_k];
-    if (in_run || (owner && first_k == last_k)) {
-      located = static_cast<unsigned char*>(owner->recv) + first_element * esize;
-      const void* operand = static_cast<const unsigned char*>(owner->send) + first_element * esize;
-      if (operand != located || spec.prescale != 1.0)
-        copy_scaled(located, operand, n, spec.dtype, spec.prescale);
-      return located;
-    }
+    located = locate_in_place(locals, spec, offset, n);
+    if (located) return located;
     copy_in(offset, n);
     return buffer;
   };
@@ -392,6 +379,27 @@ void Executor::drain_fused(FusedCursor& out, const std::vector<Request*>& locals
       copy_averaged(static_cast<unsigned char*>(locals[k]->recv) + first * esize, buffer + at * esize,
                     count, spec.dtype, divisor, spec.postscale);
   });
+}
+
+unsigned char* Executor::locate_in_place(const std::vector<Request*>& locals,
+                                         const TensorSpec& spec, int64_t offset, int64_t n) {
+  size_t first_k = SIZE_MAX, last_k = 0;
+  int64_t first_element = 0;
+  index_.visit(offset, n, [&](size_t k, int64_t first, int64_t, int64_t) {
+    if (first_k == SIZE_MAX) {
+      first_k = k;
+      first_element = first;
+    }
+    last_k = k;
+  });
+  const Request* owner = first_k != SIZE_MAX ? locals[first_k] : nullptr;
+  const bool in_run = owner && run_of_[first_k] >= 0 && run_of_[first_k] == run_of_[last_k];
+  if (!in_run && !(owner && first_k == last_k)) return nullptr;
+  const int64_t esize = static_cast<int64_t>(dtype_size(spec.dtype));
+  unsigned char* at = static_cast<unsigned char*>(owner->recv) + first_element * esize;
+  const void* operand = static_cast<const unsigned char*>(owner->send) + first_element * esize;
+  if (operand != at || spec.prescale != 1.0) copy_scaled(at, operand, n, spec.dtype, spec.prescale);
+  return at;
 }
 
 void Executor::mark_contiguous_runs(const std::vector<Request*>& locals, size_t esize) {

@@ -45,6 +45,12 @@ class Executor {
   }
   void set_hierarchical_allgather(HierarchicalAllgather* hier) { hier_ag_ = hier; }
   void use_hierarchical_allgather(bool on) { use_hier_ag_ = on; }
+  // Whether a fused host allreduce of this many bytes on a set goes through the
+  // backend's scattered path (Backend::allreduce_scattered) where it has one; equal on
+  // every rank.
+  void set_fused_ring(std::function<bool(int32_t set_id, int64_t bytes)> fused_ring) {
+    fused_ring_ = std::move(fused_ring);
+  }
   // The device engine (nullptr: none, and why_not says why device tensors fail).
   void set_timeline(Timeline* timeline) { timeline_ = timeline; }
   void set_device(DeviceEngine* engine, std::string why_not) {
@@ -71,6 +77,11 @@ class Executor {
                         const std::vector<Request*>& locals);
   Error allreduce_fused(const Batch& batch, const std::vector<Response>& responses,
                         const std::vector<Request*>& locals, const ProcessSet& set);
+  // A fused batch reduced where its tensors are, by the backend's ring
+  // (execute_ring.cpp); false in *taken when the batch does not go that way.
+  Error allreduce_fused_ring(const Batch& batch, const std::vector<Response>& responses,
+                             const std::vector<Request*>& locals, const ProcessSet& set,
+                             bool* taken);
   Error allreduce_adasum(const Batch& batch, const std::vector<Response>& responses,
                          const std::vector<Request*>& locals, const ProcessSet& set);
   Error broadcast(const Response& r, Request* local, const ProcessSet& set);
@@ -137,7 +148,16 @@ class Executor {
   // back to back in memory, that it belongs to; -1 when it is in none.
   std::vector<int64_t> run_of_;
   void mark_contiguous_runs(const std::vector<Request*>& locals, size_t esize);
+  // Where elements [offset, offset + n) of the fused batch (index_, run_of_) lie whole
+  // in the caller's memory: in one run of in-place tensors, or in one tensor (reduced
+  // out of place: its operand is copied into its output). The operand, prescaled, is
+  // then ready there; nullptr elsewhere.
+  unsigned char* locate_in_place(const std::vector<Request*>& locals, const TensorSpec& spec,
+                                 int64_t offset, int64_t n);
   std::vector<unsigned char> scratch_;
+  std::function<bool(int32_t, int64_t)> fused_ring_;
+  FusedIndex index_;                        // the fused batch's tensors, for ranges in any order
+  std::vector<unsigned char> ring_scaled_;  // a prescaled part, for accumulate
   // The running batch's local requests, by item (nullptr: none), and those of them
   // that were announced by name, moved here from the controller (the rest stay where
   // they waited: Controller::take_local_in_place). Capacity reused.

@@ -170,6 +170,20 @@ const std::vector<ParamDef>& defs() {
          const char* n[] = {"auto", "never", "always"};
          return std::string(n[static_cast<int>(p.fuse_large)]);
        }},
+      {{"HVD_FUSED_RING", ParamType::Choice, "auto",
+        "A fused host allreduce is reduced by libhvd's own ring "
+        "(reduce-scatter, then allgather, over MPI point-to-point) straight from and "
+        "into the tensors, instead of copied into the fusion buffer, reduced by "
+        "MPI_Allreduce and copied out: auto|never|always (auto: batches of 64 KiB and "
+        "more in process sets that span nodes, where every rank has a CPU of its own; "
+        "always: every fused batch. Never where the hierarchical allreduce reduces "
+        "the set)"},
+       0, 0, "auto|never|always",
+       [](Params& p, const Value& v) { p.fused_ring = static_cast<Params::FuseLarge>(v.i); },
+       [](const Params& p) {
+         const char* n[] = {"auto", "never", "always"};
+         return std::string(n[static_cast<int>(p.fused_ring)]);
+       }},
       P_BYTES("HVD_FUSION_PIECE_BYTES", fusion_piece_bytes, "1048576", 4096, kNoMax,
               "A fused host allreduce is copied in, reduced and copied out this many "
               "bytes at a time, so each piece stays in cache between the three"),
@@ -434,7 +448,7 @@ const std::vector<const char*>& agreed_param_names() {
       "HOROVOD_GPU_OPERATIONS",         "HOROVOD_DISABLE_GROUP_FUSION",
       "HVD_ALLREDUCE_CHUNK_BYTES",      "HVD_INPLACE_MIN_BYTES",
       "HVD_FUSE_LARGE",                 "HVD_FUSION_PIECE_BYTES",
-      "HVD_CACHE_TOGGLE_ROUNDS",
+      "HVD_CACHE_TOGGLE_ROUNDS",        "HVD_FUSED_RING",
   };
   return names;
 }

@@ -66,6 +66,7 @@ struct Params {
   // Whether tensors of inplace_min_bytes and more join fused batches (core/fusion_planner.h).
   enum class FuseLarge { Auto, Never, Always };
   FuseLarge fuse_large = FuseLarge::Auto;  // auto: in process sets that span nodes
+  FuseLarge fused_ring = FuseLarge::Auto;  // HVD_FUSED_RING; auto: likewise
   int64_t fusion_piece_bytes = 1ll << 20;
   int64_t speculative_bytes = 16ll << 10;  // see core/speculation.h; agreed at init
   int64_t spin_us = 50;

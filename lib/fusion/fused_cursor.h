@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace hvd {
 
@@ -40,6 +41,35 @@ class FusedCursor {
   std::span<const int64_t> counts_;
   size_t k_ = 0;       // first tensor not wholly before the last range
   int64_t start_ = 0;  // its first element in the buffer
+};
+
+// The same walk for ranges in any order (a ring visits its segments round the ring):
+// each range finds its first tensor by binary search over the tensors' starts.
+class FusedIndex {
+ public:
+  // counts[k]: elements of tensor k, laid out back to back in this order.
+  void assign(std::span<const int64_t> counts) {
+    starts_.resize(counts.size() + 1);
+    starts_[0] = 0;
+    for (size_t k = 0; k < counts.size(); ++k) starts_[k + 1] = starts_[k] + counts[k];
+  }
+
+  // As FusedCursor::visit.
+  template <typename Part>
+  void visit(int64_t offset, int64_t count, Part&& part) const {
+    const size_t tensors = starts_.size() - 1;
+    size_t k = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), offset) -
+                                   starts_.begin()) - 1;
+    const int64_t end = offset + count;
+    for (int64_t pos = offset; pos < end && k < tensors; ++k) {
+      const int64_t n = std::min(starts_[k + 1], end) - pos;
+      if (n > 0) part(k, pos - starts_[k], n, pos - offset);
+      pos += std::max<int64_t>(n, 0);
+    }
+  }
+
+ private:
+  std::vector<int64_t> starts_{0};
 };
 
 }  // namespace hvd

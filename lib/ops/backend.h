@@ -67,6 +67,38 @@ class Backend {
     drain(0, count);
     return Error::success();
   }
+  // A fused allreduce of count elements that stay in the caller's tensors, for
+  // backends that reduce them there instead of staging the operand (reduces_scattered):
+  // gather(offset, n, dst) writes elements [offset, offset + n) of the operand into
+  // dst; accumulate(offset, n, buf, reduce) makes buf[i] = operand[offset + i] (op)
+  // buf[i] by calling reduce(in, inout, k) on its parts (inout[j] = in[j] (op)
+  // inout[j], as the backend combines two ranks' elements); deliver(offset, n, src)
+  // puts reduced elements into their outputs. Ranges come in any order; each element
+  // is delivered once. The same calls on every rank. Where a whole range the backend
+  // reduces at once (a piece) lies in the caller's memory, in place (a flat gradient
+  // buffer, or one large tensor), locate(offset, n) returns it, its operand ready
+  // there, and the backend reduces it where it is, then calls finish(offset, n) for its
+  // scaling; elsewhere locate returns nullptr (where it lies is a local matter: every
+  // rank still makes the same calls).
+  struct Scattered {
+    using Reduce = std::function<void(const void* in, void* inout, int64_t count)>;
+    std::function<void*(int64_t offset, int64_t count)> locate;
+    std::function<void(int64_t offset, int64_t count)> finish;
+    std::function<void(int64_t offset, int64_t count, void* dst)> gather;
+    std::function<void(int64_t offset, int64_t count, void* buf, const Reduce& reduce)> accumulate;
+    std::function<void(int64_t offset, int64_t count, const void* src)> deliver;
+  };
+  // Whether allreduce_scattered can reduce on a set of set_size ranks.
+  virtual bool reduces_scattered(int set_size) const {
+    (void)set_size;
+    return false;
+  }
+  virtual Error allreduce_scattered(int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
+                                    const Communicator& comm, const Scattered& operand) {
+    (void)count, (void)dtype, (void)op, (void)comm, (void)operand;
+    return make_error(HVD_ERR_INTERNAL, "the %s backend does not reduce scattered operands",
+                      name());
+  }
   // allreduce() with finish(offset, n) run on each part of recv as soon as the part is
   // reduced (the caller's scaling, while the part is still in cache, instead of a pass
   // over the whole result afterwards). This default reduces whole, then finishes once.

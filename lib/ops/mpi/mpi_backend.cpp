@@ -5,6 +5,7 @@
 
 #include "base/dtype.h"
 #include "ops/mpi/mpi_types.h"
+#include "ops/mpi/ring_allreduce.h"
 
 namespace hvd {
 
@@ -88,6 +89,33 @@ Error MpiBackend::allreduce_staged(int64_t count, hvd_dtype_t dtype, hvd_reduce_
     HVD_RETURN_IF_ERROR(allreduce_on(comm.mpi, at, at, reduced, dtype, op, &counters_->global_bytes));
     drain(offset, n);
   }
+  return Error::success();
+}
+
+Error MpiBackend::allreduce_scattered(int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
+                                      const Communicator& comm, const Scattered& operand) {
+  counters_->collectives.fetch_add(1, std::memory_order_relaxed);
+  // Pieces of one size (the staging size, cut evenly): each piece's segments are sent
+  // while the tensors they came from are still in cache, and over TCP equal calls keep
+  // their speed (see staging_pieces).
+  const int64_t most = std::min<int64_t>(staging_count(count, dtype), (INT_MAX / 2) / static_cast<int64_t>(dtype_size(dtype)));
+  const int64_t pieces = (count + most - 1) / most;
+  const int64_t even = (count + pieces - 1) / pieces;
+  for (int64_t offset = 0; offset < count; offset += even) {
+    const int64_t n = std::min(even, count - offset);
+    const Scattered piece{
+        [&](int64_t o, int64_t k) { return operand.locate(offset + o, k); },
+        [&](int64_t o, int64_t k) { operand.finish(offset + o, k); },
+        [&](int64_t o, int64_t k, void* dst) { operand.gather(offset + o, k, dst); },
+        [&](int64_t o, int64_t k, void* buf, const Scattered::Reduce& reduce) {
+          operand.accumulate(offset + o, k, buf, reduce);
+        },
+        [&](int64_t o, int64_t k, const void* src) { operand.deliver(offset + o, k, src); }};
+    HVD_RETURN_IF_ERROR(ring_allreduce(comm.mpi, n, dtype, op, piece, &ring_buffers_));
+  }
+  if (comm.size > 1)
+    counters_->global_bytes.fetch_add(
+        static_cast<uint64_t>(2.0 * (comm.size - 1) / comm.size * count * dtype_size(dtype)));
   return Error::success();
 }
 

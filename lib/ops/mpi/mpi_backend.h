@@ -40,6 +40,10 @@ class MpiBackend : public Backend {
   Error allreduce_staged(int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
                          const Communicator& comm, const Fill& fill, const Stage& drain,
                          bool equal_pieces) override;
+  bool reduces_scattered(int set_size) const override { return set_size >= 2; }
+  // In pieces of the staging size, cut evenly, each a ring (ops/mpi/ring_allreduce.h).
+  Error allreduce_scattered(int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
+                            const Communicator& comm, const Scattered& operand) override;
   Error adasum(void* buffer, const std::vector<int64_t>& counts, hvd_dtype_t dtype,
                const Communicator& comm) override;
 
@@ -55,6 +59,7 @@ class MpiBackend : public Backend {
   int64_t piece_bytes_ = 512 << 10;
   TrafficCounters* counters_;
   AdasumVhdd adasum_;
+  std::vector<unsigned char> ring_buffers_;
 };
 
 Error mpi_error(int code, const char* what);
