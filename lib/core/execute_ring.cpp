@@ -52,28 +52,32 @@ Error Executor::allreduce_fused_ring(const Batch& batch, const std::vector<Respo
       });
     });
   };
+  auto deliver_part = [&](size_t k, int64_t first, int64_t count, const unsigned char* from) {
+    copy_averaged(static_cast<unsigned char*>(locals[k]->recv) + first * esize, from, count, dtype,
+                  divisor, spec.postscale);
+  };
   operand.accumulate = [&](int64_t offset, int64_t n, void* buf,
-                           const Backend::Scattered::Reduce& reduce) {
+                           const Backend::Scattered::Reduce& reduce, bool deliver) {
     index_.visit(offset, n, [&](size_t k, int64_t first, int64_t count, int64_t at) {
       unsigned char* into = static_cast<unsigned char*>(buf) + at * esize;
-      if (locals[k] && prescale == 1.0) return reduce(operand_of(k, first), into, count);
-      // A prescaled part, or a joined rank's zeros (which change a MIN, MAX or PRODUCT).
-      if (!locals[k] && op == HVD_OP_SUM) return;
-      ring_scaled_.resize(static_cast<size_t>(count * esize));
-      if (locals[k])
-        copy_scaled(ring_scaled_.data(), operand_of(k, first), count, dtype, prescale);
-      else
-        std::memset(ring_scaled_.data(), 0, ring_scaled_.size());
-      reduce(ring_scaled_.data(), into, count);
+      if (locals[k] && prescale == 1.0) {
+        reduce(operand_of(k, first), into, count);
+      } else if (locals[k] || op != HVD_OP_SUM) {
+        // A prescaled part, or a joined rank's zeros (which change a MIN, MAX or PRODUCT).
+        ring_scaled_.resize(static_cast<size_t>(count * esize));
+        if (locals[k])
+          copy_scaled(ring_scaled_.data(), operand_of(k, first), count, dtype, prescale);
+        else
+          std::memset(ring_scaled_.data(), 0, ring_scaled_.size());
+        reduce(ring_scaled_.data(), into, count);
+      }
+      if (deliver && locals[k]) timed_copy([&] { deliver_part(k, first, count, into); });
     });
   };
   operand.deliver = [&](int64_t offset, int64_t n, const void* src) {
     timed_copy([&] {
       index_.visit(offset, n, [&](size_t k, int64_t first, int64_t count, int64_t at) {
-        if (locals[k])
-          copy_averaged(static_cast<unsigned char*>(locals[k]->recv) + first * esize,
-                        static_cast<const unsigned char*>(src) + at * esize, count, dtype,
-                        divisor, spec.postscale);
+        if (locals[k]) deliver_part(k, first, count, static_cast<const unsigned char*>(src) + at * esize);
       });
     });
   };

@@ -70,10 +70,11 @@ class Backend {
   // A fused allreduce of count elements that stay in the caller's tensors, for
   // backends that reduce them there instead of staging the operand (reduces_scattered):
   // gather(offset, n, dst) writes elements [offset, offset + n) of the operand into
-  // dst; accumulate(offset, n, buf, reduce) makes buf[i] = operand[offset + i] (op)
-  // buf[i] by calling reduce(in, inout, k) on its parts (inout[j] = in[j] (op)
-  // inout[j], as the backend combines two ranks' elements); deliver(offset, n, src)
-  // puts reduced elements into their outputs. Ranges come in any order; each element
+  // dst; accumulate(offset, n, buf, reduce, deliver) makes buf[i] = operand[offset + i]
+  // (op) buf[i] by calling reduce(in, inout, k) on its parts (inout[j] = in[j] (op)
+  // inout[j], as the backend combines two ranks' elements) and, with deliver, also
+  // delivers each part so made, while it is in cache; deliver(offset, n, src) puts
+  // reduced elements into their outputs. Ranges come in any order; each element
   // is delivered once. The same calls on every rank. Where a whole range the backend
   // reduces at once (a piece) lies in the caller's memory, in place (a flat gradient
   // buffer, or one large tensor), locate(offset, n) returns it, its operand ready
@@ -85,7 +86,9 @@ class Backend {
     std::function<void*(int64_t offset, int64_t count)> locate;
     std::function<void(int64_t offset, int64_t count)> finish;
     std::function<void(int64_t offset, int64_t count, void* dst)> gather;
-    std::function<void(int64_t offset, int64_t count, void* buf, const Reduce& reduce)> accumulate;
+    std::function<void(int64_t offset, int64_t count, void* buf, const Reduce& reduce,
+                       bool deliver)>
+        accumulate;
     std::function<void(int64_t offset, int64_t count, const void* src)> deliver;
   };
   // Whether allreduce_scattered can reduce on a set of set_size ranks.

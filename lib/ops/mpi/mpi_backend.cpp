@@ -107,8 +107,8 @@ Error MpiBackend::allreduce_scattered(int64_t count, hvd_dtype_t dtype, hvd_redu
         [&](int64_t o, int64_t k) { return operand.locate(offset + o, k); },
         [&](int64_t o, int64_t k) { operand.finish(offset + o, k); },
         [&](int64_t o, int64_t k, void* dst) { operand.gather(offset + o, k, dst); },
-        [&](int64_t o, int64_t k, void* buf, const Scattered::Reduce& reduce) {
-          operand.accumulate(offset + o, k, buf, reduce);
+        [&](int64_t o, int64_t k, void* buf, const Scattered::Reduce& reduce, bool deliver) {
+          operand.accumulate(offset + o, k, buf, reduce, deliver);
         },
         [&](int64_t o, int64_t k, const void* src) { operand.deliver(offset + o, k, src); }};
     HVD_RETURN_IF_ERROR(ring_allreduce(comm.mpi, n, dtype, op, piece, &ring_buffers_));

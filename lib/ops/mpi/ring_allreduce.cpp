@@ -73,14 +73,14 @@ Error ring_allreduce(MPI_Comm comm, int64_t count, hvd_dtype_t dtype, hvd_reduce
   const Backend::Scattered::Reduce reduce = [dtype, op](const void* in, void* inout, int64_t n) {
     reduce_elements(in, inout, n, dtype, op);
   };
+  // The last combination completes the rank's own segment: delivered as it is made.
   operand.gather(seg.start(rank), seg.length(rank), send);
   for (int s = 0; s < size - 1; ++s) {
     const int sent = wrap(rank - s), received = wrap(rank - s - 1);
     HVD_RETURN_IF_ERROR(step(send, sent, recv, received));
-    operand.accumulate(seg.start(received), seg.length(received), recv, reduce);
+    operand.accumulate(seg.start(received), seg.length(received), recv, reduce, s == size - 2);
     std::swap(send, recv);
   }
-  operand.deliver(seg.start(owned), seg.length(owned), send);
   for (int s = 0; s < size - 1; ++s) {
     const int sent = wrap(owned - s), received = wrap(rank - s);
     HVD_RETURN_IF_ERROR(step(send, sent, recv, received));
