@@ -212,9 +212,9 @@ void BackgroundLoop::observe_step(std::span<const Response> ready) {
 bool BackgroundLoop::fuse_large_tensors(int32_t set_id) {
   // A hierarchical reduction takes a fused batch whole through the fusion buffer, so
   // large tensors stay alone there.
-  if (rt_.params.fuse_large == Params::FuseLarge::Never || executor_.reduces_hierarchically(set_id))
+  if (rt_.params.fuse_large == Params::AutoChoice::Never || executor_.reduces_hierarchically(set_id))
     return false;
-  return rt_.params.fuse_large == Params::FuseLarge::Always || spans_nodes(set_id);
+  return rt_.params.fuse_large == Params::AutoChoice::Always || spans_nodes(set_id);
 }
 
 // Below this a fused batch is latency-bound: the ring's 2 (size - 1) steps cost more
@@ -222,8 +222,8 @@ bool BackgroundLoop::fuse_large_tensors(int32_t set_id) {
 constexpr int64_t kFusedRingMinBytes = 64 << 10;
 
 bool BackgroundLoop::fused_ring(int32_t set_id, int64_t bytes) {
-  if (rt_.params.fused_ring == Params::FuseLarge::Never) return false;
-  if (rt_.params.fused_ring == Params::FuseLarge::Always) return true;
+  if (rt_.params.fused_ring == Params::AutoChoice::Never) return false;
+  if (rt_.params.fused_ring == Params::AutoChoice::Always) return true;
   return bytes >= kFusedRingMinBytes && rt_.every_rank_has_a_cpu && spans_nodes(set_id);
 }
 

@@ -60,6 +60,12 @@ const char* log_level_names[] = {"trace", "debug", "info", "warning", "error", "
   {{env, ParamType::Double, #def, desc}, lo, hi, nullptr,                         \
    [](Params& p, const Value& v) { p.field = v.d; },                              \
    [](const Params& p) { return show_double(p.field); }}
+// auto|never|always, read into Params::AutoChoice.
+const char* auto_choice_names[] = {"auto", "never", "always"};
+#define P_AUTO_CHOICE(env, field, desc)                                           \
+  {{env, ParamType::Choice, "auto", desc}, 0, 0, "auto|never|always",             \
+   [](Params& p, const Value& v) { p.field = static_cast<Params::AutoChoice>(v.i); }, \
+   [](const Params& p) { return std::string(auto_choice_names[static_cast<int>(p.field)]); }}
 #define P_STRING(env, field, desc)                                                \
   {{env, ParamType::String, "", desc}, 0, 0, nullptr,                             \
    [](Params& p, const Value& v) { p.field = v.s; },                              \
@@ -157,33 +163,23 @@ const std::vector<ParamDef>& defs() {
       P_BYTES("HVD_INPLACE_MIN_BYTES", inplace_min_bytes, "262144", 0, kNoMax,
               "Tensors at least this large are reduced in their own buffer, not copied (alone, "
               "or in a fused batch's pieces: see HVD_FUSE_LARGE)"),
-      {{"HVD_FUSE_LARGE", ParamType::Choice, "auto",
-        "Tensors of HVD_INPLACE_MIN_BYTES and more (host memory) join fused batches, "
-        "reduced in equal pieces in their own memory: auto|never|always (auto: in "
-        "process sets that span nodes, where equal pieces beat a call sequence per "
-        "tensor, unless the hierarchical allreduce reduces the set; not within one "
-        "node, where the pieces that straddle two tensors cost their copies). Where "
-        "they fuse, a tensor above HOROVOD_FUSION_THRESHOLD goes in the same pieces"},
-       0, 0, "auto|never|always",
-       [](Params& p, const Value& v) { p.fuse_large = static_cast<Params::FuseLarge>(v.i); },
-       [](const Params& p) {
-         const char* n[] = {"auto", "never", "always"};
-         return std::string(n[static_cast<int>(p.fuse_large)]);
-       }},
-      {{"HVD_FUSED_RING", ParamType::Choice, "auto",
-        "A fused host allreduce is reduced by libhvd's own ring "
-        "(reduce-scatter, then allgather, over MPI point-to-point) straight from and "
-        "into the tensors, instead of copied into the fusion buffer, reduced by "
-        "MPI_Allreduce and copied out: auto|never|always (auto: batches of 64 KiB and "
-        "more in process sets that span nodes, where every rank has a CPU of its own; "
-        "always: every fused batch. Never where the hierarchical allreduce reduces "
-        "the set)"},
-       0, 0, "auto|never|always",
-       [](Params& p, const Value& v) { p.fused_ring = static_cast<Params::FuseLarge>(v.i); },
-       [](const Params& p) {
-         const char* n[] = {"auto", "never", "always"};
-         return std::string(n[static_cast<int>(p.fused_ring)]);
-       }},
+      P_AUTO_CHOICE(
+          "HVD_FUSE_LARGE", fuse_large,
+          "Tensors of HVD_INPLACE_MIN_BYTES and more (host memory) join fused batches, "
+          "reduced in equal pieces in their own memory: auto|never|always (auto: in "
+          "process sets that span nodes, where equal pieces beat a call sequence per "
+          "tensor, unless the hierarchical allreduce reduces the set; not within one "
+          "node, where the pieces that straddle two tensors cost their copies). Where "
+          "they fuse, a tensor above HOROVOD_FUSION_THRESHOLD goes in the same pieces"),
+      P_AUTO_CHOICE(
+          "HVD_FUSED_RING", fused_ring,
+          "A fused host allreduce is reduced by libhvd's own ring "
+          "(reduce-scatter, then allgather, over MPI point-to-point) straight from and "
+          "into the tensors, instead of copied into the fusion buffer, reduced by "
+          "MPI_Allreduce and copied out: auto|never|always (auto: batches of 64 KiB and "
+          "more in process sets that span nodes, where every rank has a CPU of its own; "
+          "always: every fused batch. Never where the hierarchical allreduce reduces "
+          "the set)"),
       P_BYTES("HVD_FUSION_PIECE_BYTES", fusion_piece_bytes, "1048576", 4096, kNoMax,
               "A fused host allreduce is copied in, reduced and copied out this many "
               "bytes at a time, so each piece stays in cache between the three"),

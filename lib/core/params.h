@@ -63,10 +63,12 @@ struct Params {
   std::string cuda_visible_devices;  // read, not set: pinning maps ordinals through it
   int64_t allreduce_chunk_bytes = HVD_ALLREDUCE_CHUNK_BYTES_DEFAULT;
   int64_t inplace_min_bytes = 256ll << 10;
-  // Whether tensors of inplace_min_bytes and more join fused batches (core/fusion_planner.h).
-  enum class FuseLarge { Auto, Never, Always };
-  FuseLarge fuse_large = FuseLarge::Auto;  // auto: in process sets that span nodes
-  FuseLarge fused_ring = FuseLarge::Auto;  // HVD_FUSED_RING; auto: likewise
+  // Whether tensors of inplace_min_bytes and more join fused batches (core/fusion_planner.h),
+  // and the other knobs that read auto|never|always.
+  enum class AutoChoice { Auto, Never, Always };
+  AutoChoice fuse_large = AutoChoice::Auto;  // auto: in process sets that span nodes
+  // HVD_FUSED_RING (core/execute_ring.cpp); auto: likewise, batches of 64 KiB and more.
+  AutoChoice fused_ring = AutoChoice::Auto;
   int64_t fusion_piece_bytes = 1ll << 20;
   int64_t speculative_bytes = 16ll << 10;  // see core/speculation.h; agreed at init
   int64_t spin_us = 50;
