@@ -1,7 +1,7 @@
 #!/bin/sh
 # pip install of the source tree into a fresh venv (which sees Debian's torch and
 # numpy, as a user's venv made with --system-site-packages does), then a 2-rank
-# horovod.torch job launched by the venv's own hvdrun. Needs PyPI for meson-python
+# horovod.torch job launched by the venv's own horovodrun. Needs PyPI for meson-python
 # (pip's isolated build); without it the test is skipped.
 # Usage: pip_install.sh SOURCE_DIR PYTHON
 set -u
@@ -21,6 +21,7 @@ fi
 
 [ -x "$work/venv/bin/hvdrun" ] || die "pip did not put hvdrun on the venv's PATH"
 [ -x "$work/venv/bin/hvd-bench" ] || die "pip did not put hvd-bench on the venv's PATH"
+[ -x "$work/venv/bin/horovodrun" ] || die "pip did not put horovodrun on the venv's PATH"
 "$work/venv/bin/hvdrun" --version | grep -q "libhvd" || die "hvdrun --version"
 
 cat >"$work/job.py" <<'PY'
@@ -44,10 +45,11 @@ if ! "$work/venv/bin/python" -c "import torch" >/dev/null 2>&1; then
   echo "skipped: torch is not importable in the venv (python3-torch not installed)"
   exit 77
 fi
-VENV="$work/venv" PATH="$work/venv/bin:$PATH" "$work/venv/bin/hvdrun" -np 2 -x VENV \
+# Launched as a Horovod job script would: through horovodrun.
+VENV="$work/venv" PATH="$work/venv/bin:$PATH" "$work/venv/bin/horovodrun" -np 2 -x VENV \
   "$work/venv/bin/python" "$work/job.py" >"$work/job.log" 2>&1 ||
   die "the 2-rank job failed: $(cat "$work/job.log")"
 # The launcher interleaves the ranks' output without regard for lines: count reports.
 [ "$(grep -o 'of 2: ok' "$work/job.log" | wc -l)" = 2 ] ||
   die "both ranks should report ok: $(cat "$work/job.log")"
-echo "ok: pip install and a 2-rank horovod.torch job through the venv's hvdrun"
+echo "ok: pip install and a 2-rank horovod.torch job through the venv's horovodrun"

@@ -22,6 +22,10 @@ root="$work/root$prefix"
 
 out=$("$root/bin/hvdrun" --version 2>&1) || die "installed hvdrun --version: $out"
 echo "$out" | grep -q "libhvd" || die "hvdrun --version: $out"
+# horovodrun: the same program under Horovod's name, a link that finds its data and
+# library from where it is installed.
+out=$("$root/bin/horovodrun" --version 2>&1) || die "installed horovodrun --version: $out"
+echo "$out" | grep -q "libhvd" || die "horovodrun --version: $out"
 "$root/bin/hvd-bench" --help >"$work/bench.txt" 2>&1 || die "installed hvd-bench: $(cat "$work/bench.txt")"
 "$mpiexec" -n 1 "$root/share/hvd/examples/train_linear" >"$work/train.txt" 2>&1 ||
   die "installed example: $(cat "$work/train.txt")"
