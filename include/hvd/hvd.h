@@ -466,7 +466,9 @@ typedef struct hvd_counters {
   uint64_t negotiation_rounds;/* negotiation rounds run */
   uint64_t speculative;       /* allreduces completed within their negotiation round
                                  (HVD_SPECULATIVE_BYTES), not counted in collectives */
-  uint64_t reserved[7];
+  uint64_t ring_allreduces;   /* of the collectives: fused host allreduces reduced by
+                                 libhvd's own ring (HVD_FUSED_RING) */
+  uint64_t reserved[6];
 } hvd_counters_t;
 HVD_API hvd_status_t hvd_get_counters(hvd_counters_t* counters);
 

@@ -172,6 +172,7 @@ HVD_API hvd_status_t hvd_get_counters(hvd_counters_t* counters) {
     counters->collectives = rt->counters.collectives.load();
     counters->negotiation_rounds = rt->rounds.load();
     counters->speculative = rt->speculated.load();
+    counters->ring_allreduces = rt->counters.ring_allreduces.load();
     return HVD_SUCCESS;
   })
 }

@@ -4,7 +4,9 @@
 
 #include "base/log.h"
 #include "base/rank_list.h"
+#include "base/tensor_key.h"
 #include "core/params.h"
+#include "topo/machine.h"
 
 namespace hvd {
 
@@ -157,6 +159,35 @@ Error check_launcher_agrees(int world_size) {
                     "launcher of the MPI that libhvd was built against (hvdrun from the same "
                     "build finds it), or build libhvd against the launcher's MPI",
                     launched.size, launched.variable, launched.size, launched.launcher, version);
+}
+
+bool agree_every_rank_has_a_cpu(Runtime& rt, double cpus_per_rank) {
+  // The ranks of one machine: those whose identity hashes alike (a collision joins two
+  // machines, which can only answer no where yes was right). The split's colour is the
+  // first such rank.
+  const uint64_t id = hash_key(machine_identity());
+  std::vector<uint64_t> ids(static_cast<size_t>(rt.size));
+  MPI_Allgather(&id, 1, MPI_UINT64_T, ids.data(), 1, MPI_UINT64_T, rt.world);
+  int colour = 0;
+  while (ids[static_cast<size_t>(colour)] != id) ++colour;
+  MPI_Comm machine = MPI_COMM_NULL;
+  int machine_ranks = 1;
+  size_t machine_cpus = 0;
+  if (MPI_Comm_split(rt.world, colour, rt.rank, &machine) == MPI_SUCCESS) {
+    MPI_Comm_size(machine, &machine_ranks);
+    const CpuSet mine = process_cpus(rt.pin);
+    int words = mine.empty() ? 1 : mine.cpus().back() / 64 + 1;
+    MPI_Allreduce(MPI_IN_PLACE, &words, 1, MPI_INT, MPI_MAX, machine);
+    std::vector<uint64_t> mask = mine.to_words(static_cast<size_t>(words));
+    MPI_Allreduce(MPI_IN_PLACE, mask.data(), words, MPI_UINT64_T, MPI_BOR, machine);
+    machine_cpus = CpuSet::from_words(mask).size();
+    MPI_Comm_free(&machine);
+  }
+  int own = cpus_per_rank >= 1 && machine_cpus >= static_cast<size_t>(machine_ranks) ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &own, 1, MPI_INT, MPI_MIN, rt.world);
+  HVD_LOG(Debug, "this machine: %d ranks on %zu CPUs; every rank has a CPU of its own: %s",
+          machine_ranks, machine_cpus, own ? "yes" : "no");
+  return own == 1;
 }
 
 }  // namespace hvd

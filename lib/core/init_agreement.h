@@ -24,6 +24,13 @@ Error adopt_rank0_params(Runtime& rt);
 Error agree_static_sets(Runtime& rt, const std::vector<std::vector<int>>& sets,
                         const Error& invalid);
 
+// Whether every rank has a CPU of its own, the same answer on every rank: each rank
+// has at least one (cpus_per_rank: its own, or its node's shared by the node's ranks),
+// and on each machine (topo/machine.h) the ranks together may run on at least as many
+// CPUs as there are of them. MPI's nodes are hostnames, and several on one machine
+// (fake hosts, namespaces, containers) share its CPUs.
+bool agree_every_rank_has_a_cpu(Runtime& rt, double cpus_per_rank);
+
 // A process that the launcher started as one of N > 1 ranks but whose MPI library
 // sees a job of one: libhvd was built against another MPI than the launcher's, and
 // every rank would run alone, with its own data for every result.

@@ -304,11 +304,8 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
   rt->gpu_device = rt->pin.device;
   const double cpus = cpus_per_rank(rt->pin, rt->local_size);
   rt->rounds_overlap_pushes = cpus >= 2 || rt->gpu_device >= 0;
-  // Whether every rank has a CPU to itself, agreed: it chooses MPI calls (the fused
-  // ring, HVD_FUSED_RING=auto), so every rank must see the same answer.
-  int own_cpu = cpus >= 1 ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &own_cpu, 1, MPI_INT, MPI_MIN, rt->world);
-  rt->every_rank_has_a_cpu = own_cpu == 1;
+  // Agreed: it chooses MPI calls (the fused ring, HVD_FUSED_RING=auto).
+  rt->every_rank_has_a_cpu = agree_every_rank_has_a_cpu(*rt, cpus);
   HVD_LOG(Debug, "%.3g CPUs for this rank%s: %s", cpus, rt->gpu_device >= 0 ? " and a GPU" : "",
           rt->rounds_overlap_pushes
               ? "a round's transfers can overlap the caller's pushes"

@@ -19,6 +19,7 @@ struct TrafficCounters {
   std::atomic<uint64_t> local_bytes{0};
   std::atomic<uint64_t> cross_bytes{0};
   std::atomic<uint64_t> collectives{0};
+  std::atomic<uint64_t> ring_allreduces{0};  // of the collectives: allreduce_scattered's
 };
 
 class Backend {

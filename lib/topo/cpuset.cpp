@@ -80,6 +80,23 @@ CpuSet CpuSet::intersect(const CpuSet& other) const {
   return result;
 }
 
+std::vector<uint64_t> CpuSet::to_words(size_t words) const {
+  std::vector<uint64_t> mask(words, 0);
+  for (int cpu : cpus_) {
+    const size_t word = static_cast<size_t>(cpu) / 64;
+    if (word < words) mask[word] |= uint64_t{1} << (cpu % 64);
+  }
+  return mask;
+}
+
+CpuSet CpuSet::from_words(const std::vector<uint64_t>& words) {
+  CpuSet result;
+  for (size_t w = 0; w < words.size(); ++w)
+    for (int bit = 0; bit < 64; ++bit)
+      if (words[w] >> bit & 1) result.cpus_.push_back(static_cast<int>(w * 64) + bit);
+  return result;
+}
+
 CpuSet CpuSet::unite(const CpuSet& other) const {
   CpuSet result;
   std::set_union(cpus_.begin(), cpus_.end(), other.cpus_.begin(), other.cpus_.end(),

@@ -2,6 +2,7 @@
 // Plain data so that pinning decisions can be computed and tested without hwloc.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ class CpuSet {
   bool includes(const CpuSet& other) const;  // other is a subset of this
   CpuSet intersect(const CpuSet& other) const;
   CpuSet unite(const CpuSet& other) const;
+  // As a mask of 64-bit words (CPU c is bit c % 64 of word c / 64), the form processes
+  // combine their sets in with one MPI_BOR; CPUs beyond `words` words are left out.
+  std::vector<uint64_t> to_words(size_t words) const;
+  static CpuSet from_words(const std::vector<uint64_t>& words);
 
   bool operator==(const CpuSet& other) const { return cpus_ == other.cpus_; }
   bool operator!=(const CpuSet& other) const { return cpus_ != other.cpus_; }

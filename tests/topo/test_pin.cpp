@@ -9,6 +9,7 @@
 
 #include "ops/device/device_runtime.h"
 #include "topo/bind.h"
+#include "topo/machine.h"
 #include "topo/pin.h"
 
 extern "C" {
@@ -59,6 +60,30 @@ void thread_affinity_text(void**) {
   assert_non_null(strstr(err.message.c_str(), "4 local ranks"));
   for (const char* bad : {"0,x,2", "0,,2", "-1", "1.5", "0,1,", "99999999"})
     assert_int_equal(parse_thread_affinity(bad, 0, 1, &cpu).status, HVD_ERR_INVALID_ARGUMENT);
+}
+
+// The form in which ranks unite their CPU sets (MPI_BOR) to count a machine's CPUs.
+void cpu_words_and_machine(void**) {
+  const CpuSet set({0, 3, 63, 64, 130});
+  const std::vector<uint64_t> words = set.to_words(3);
+  assert_int_equal(words.size(), 3);
+  assert_true(words[0] == ((uint64_t{1} << 0) | (uint64_t{1} << 3) | (uint64_t{1} << 63)));
+  assert_true(words[1] == 1);
+  assert_true(words[2] == uint64_t{1} << 2);
+  assert_true(CpuSet::from_words(words) == set);
+  assert_true(CpuSet::from_words(set.to_words(1)) == CpuSet({0, 3, 63}));  // the rest left out
+  // Two ranks' sets united through their words.
+  std::vector<uint64_t> a = CpuSet({1}).to_words(1), b = CpuSet({0, 1}).to_words(1);
+  assert_int_equal(CpuSet::from_words({a[0] | b[0]}).size(), 2);
+  // The machine: the same identity every call, not empty; this process's CPUs.
+  const std::string id = machine_identity();
+  assert_false(id.empty());
+  assert_true(id == machine_identity());
+  PinResult unpinned;
+  assert_true(process_cpus(unpinned) == original);
+  PinResult bound;
+  bound.process_cpus = CpuSet({original.cpus().front()});
+  assert_true(process_cpus(bound) == bound.process_cpus);
 }
 
 void bind_threads_here(void**) {
@@ -266,6 +291,7 @@ int main() {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(binding_modes),
       cmocka_unit_test(thread_affinity_text),
+      cmocka_unit_test(cpu_words_and_machine),
       cmocka_unit_test(bind_threads_here),
       cmocka_unit_test(bind_whole_process),
       cmocka_unit_test(pin_on_dgx),

@@ -56,7 +56,8 @@ class Counters(Structure):
         ("collectives", c_uint64),
         ("negotiation_rounds", c_uint64),
         ("speculative", c_uint64),
-        ("reserved", c_uint64 * 7),
+        ("ring_allreduces", c_uint64),
+        ("reserved", c_uint64 * 6),
     ]
 
 

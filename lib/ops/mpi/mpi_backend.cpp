@@ -95,6 +95,7 @@ Error MpiBackend::allreduce_staged(int64_t count, hvd_dtype_t dtype, hvd_reduce_
 Error MpiBackend::allreduce_scattered(int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
                                       const Communicator& comm, const Scattered& operand) {
   counters_->collectives.fetch_add(1, std::memory_order_relaxed);
+  counters_->ring_allreduces.fetch_add(1, std::memory_order_relaxed);
   // Pieces of one size (the staging size, cut evenly): each piece's segments are sent
   // while the tensors they came from are still in cache, and over TCP equal calls keep
   // their speed (see staging_pieces).
