@@ -48,11 +48,14 @@ def check_step(line, baseline, latency):
         fail("%d wrong elements" % line["wrong"])
     check_stats(line, "hvd_ms")
     # What libhvd's steps ran: every step negotiates and moves its tensors somehow.
-    for key in ("rounds_per_step", "collectives_per_step", "speculative_per_step"):
+    for key in ("rounds_per_step", "collectives_per_step", "speculative_per_step",
+                "ring_per_step"):
         if not isinstance(line.get(key), (int, float)) or line[key] < 0:
             fail("%s should be a number >= 0: %r" % (key, line.get(key)))
     if line["rounds_per_step"] <= 0:
         fail("a libhvd step without a negotiation round: %r" % line)
+    if line["ring_per_step"] > line["collectives_per_step"]:
+        fail("more ring allreduces than collectives per step: %r" % line)
     if line["collectives_per_step"] + line["speculative_per_step"] <= 0:
         fail("a libhvd step with neither a collective nor an allreduce within its round: %r" % line)
     references = ("limit_ms", "limit_strategy", "per_tensor_ms", "vs_limit", "vs_per_tensor")

@@ -30,13 +30,14 @@ struct Measured {
 // here where the times alone only show it slow.
 struct StepCounts {
   int64_t steps = 0;
-  uint64_t rounds = 0, collectives = 0, speculative = 0;
+  uint64_t rounds = 0, collectives = 0, speculative = 0, ring = 0;
 
   void add(const hvd_counters_t& before, const hvd_counters_t& after, int step_count) {
     steps += step_count;
     rounds += after.negotiation_rounds - before.negotiation_rounds;
     collectives += after.collectives - before.collectives;
     speculative += after.speculative - before.speculative;
+    ring += after.ring_allreduces - before.ring_allreduces;
   }
   double per_step(uint64_t count) const {
     return steps ? static_cast<double>(count) / static_cast<double>(steps) : 0;
@@ -93,10 +94,10 @@ void print_table(const Options& o, const TensorSet& set, int size, const Layout&
     std::printf("  %-22s %12.4f %12.4f %12.4f %14s %8lld\n", "limit back to back",
                 limit_back_to_back->ms.median, limit_back_to_back->ms.min,
                 limit_back_to_back->ms.max, "", static_cast<long long>(limit_back_to_back->wrong));
-  std::printf("# libhvd per step (rank 0): %.2f negotiation rounds, %.2f collectives, %.2f "
-              "allreduces done within their round\n",
+  std::printf("# libhvd per step (rank 0): %.2f negotiation rounds, %.2f collectives (%.2f of "
+              "them through libhvd's ring), %.2f allreduces done within their round\n",
               counts.per_step(counts.rounds), counts.per_step(counts.collectives),
-              counts.per_step(counts.speculative));
+              counts.per_step(counts.ring), counts.per_step(counts.speculative));
   double load[1] = {0};
   if (getloadavg(load, 1) == 1)
     std::printf("# load average (1 min) at the end: %.2f (other processes share the cores)\n",
@@ -172,7 +173,8 @@ void print_json(const Options& o, const TensorSet& set, int size, const Layout& 
         .add("vs_limit_both_back_to_back", limit_back_to_back->ms.median / back_to_back->ms.median);
   line.add("rounds_per_step", counts.per_step(counts.rounds))
       .add("collectives_per_step", counts.per_step(counts.collectives))
-      .add("speculative_per_step", counts.per_step(counts.speculative));
+      .add("speculative_per_step", counts.per_step(counts.speculative))
+      .add("ring_per_step", counts.per_step(counts.ring));
   line.add("wrong", static_cast<long long>(hvd.wrong));
   std::printf("%s\n", line.str().c_str());
 }
