@@ -4,8 +4,9 @@
  * answer out itself: the ring is taken for a batch of 64 KiB and more when the ranks
  * span several nodes (hostnames, as MPI sees them) and the ranks of each machine have
  * a CPU each. Every rank of these tests runs on this one machine (Hydra's fake hosts,
- * the network lab's namespaces), so that is: world size <= the CPUs the ranks were
- * started on, all together. The results are checked either way.
+ * the network lab's namespaces), so that is: world size <= the CPUs the ranks may run
+ * on after hvd_init (which may have bound them), all together. The results are checked
+ * either way.
  * Usage: test_ring_choice ring|no-ring|auto */
 #include <mpi.h>
 #include <sched.h>
@@ -17,16 +18,15 @@
 enum { kTensors = 32, kCount = 4096, kSteps = 3 }; /* a batch of 512 KiB of float32 */
 
 static const char* g_expect = "auto";
-static int g_started_cpus_all; /* CPUs the ranks were started on, all ranks together */
-
-/* Before hvd_init, which may bind the process: the CPUs the launcher gave. */
-static void count_started_cpus(void) {
+/* The CPUs the ranks may run on, all ranks together: after hvd_init, whose binding
+ * (HVD_CPU_BIND=auto shares a node's cores among its ranks) is what they run with. */
+static int count_cpus_of_all_ranks(void) {
   cpu_set_t mine;
   CPU_ZERO(&mine);
   if (sched_getaffinity(0, sizeof mine, &mine) != 0) fail_msg("sched_getaffinity failed");
   cpu_set_t all;
   MPI_Allreduce(&mine, &all, (int)sizeof mine, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD);
-  g_started_cpus_all = CPU_COUNT(&all);
+  return CPU_COUNT(&all);
 }
 
 static int spans_nodes(void) {
@@ -64,16 +64,17 @@ static void fused_steps(void) {
 static void the_ring_is_taken_as_the_setting_says(void** state) {
   (void)state;
   const int nodes = spans_nodes();
+  const int cpus = count_cpus_of_all_ranks();
   int expect_ring;
   if (strcmp(g_expect, "ring") == 0) expect_ring = hvd_size() > 1;
   else if (strcmp(g_expect, "no-ring") == 0) expect_ring = 0;
-  else expect_ring = nodes && hvd_size() <= g_started_cpus_all;
+  else expect_ring = nodes && hvd_size() <= cpus;
   const uint64_t before = tu_counters().ring_allreduces;
   fused_steps();
   const uint64_t rings = tu_counters().ring_allreduces - before;
   if (hvd_rank() == 0)
     printf("# %s: %d ranks, %s, %d CPUs: %llu ring allreduces in %d steps\n", g_expect,
-           hvd_size(), nodes ? "several nodes" : "one node", g_started_cpus_all,
+           hvd_size(), nodes ? "several nodes" : "one node", cpus,
            (unsigned long long)rings, kSteps);
   if (expect_ring && rings == 0) fail_msg("no batch went through the ring (%s)", g_expect);
   if (!expect_ring && rings != 0)
@@ -84,7 +85,6 @@ int main(int argc, char** argv) {
   if (argc > 1) g_expect = argv[1];
   int provided;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  count_started_cpus();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(the_ring_is_taken_as_the_setting_says),
   };
