@@ -15,8 +15,9 @@ Error Executor::allreduce_fused_ring(const Batch& batch, const std::vector<Respo
                                      bool* taken) {
   const Communicator comm = set.communicator();
   // Equal on every rank: the batch, the set and the agreed parameters. A batch of one
-  // tensor (alone above the threshold) has nothing to copy: it stays on its path.
-  *taken = batch.fused && fused_ring_ && fused_ring_(set.id, batch.bytes) &&
+  // tensor (alone above the threshold) has nothing to copy: it stays on its path; so
+  // does a batch of empty tensors, which has nothing to send.
+  *taken = batch.fused && batch.bytes > 0 && fused_ring_ && fused_ring_(set.id, batch.bytes) &&
            host_->reduces_scattered(comm.size);
   if (!*taken) return Error::success();
   const TensorSpec& spec = responses[batch.items.front()].spec;

@@ -174,7 +174,14 @@ Error build_topology(Runtime& rt) {
 }  // namespace
 
 Runtime::~Runtime() {
-  if (thread.joinable()) thread.join();
+  if (!thread.joinable()) return;
+  // exit() called on the background thread itself (a fatal-signal handler, an MPI
+  // error handler that aborts) destroys the runtime there: it cannot join itself, and
+  // trying threw from a destructor and turned that exit's status into an abort.
+  if (thread.get_id() == std::this_thread::get_id())
+    thread.detach();
+  else
+    thread.join();
 }
 
 void Runtime::free_comms() {

@@ -290,6 +290,30 @@ static void grouped_allreduce(void** state) {
   assert_float_equal(c[2], 2.0 * size, 0);
 }
 
+/* A group of empty tensors is one fused batch of zero bytes: it completes on every
+ * path (the fused ring included, which once divided by its zero count) and touches
+ * nothing, and a group mixing empty and full members reduces the full ones. */
+static void grouped_allreduce_of_empty_tensors(void** state) {
+  (void)state;
+  const int size = hvd_size();
+  float untouched[2] = {7.0f, 7.0f}, full[5];
+  for (int i = 0; i < 5; ++i) full[i] = 1.0f;
+  const void* sends[4] = {untouched, untouched + 1, untouched, untouched + 1};
+  void* recvs[4] = {untouched, untouched + 1, untouched, untouched + 1};
+  const int64_t none[4] = {0, 0, 0, 0};
+  assert_hvd_ok(hvd_grouped_allreduce(4, sends, recvs, none, HVD_FLOAT32, HVD_OP_AVERAGE,
+                                      "group.empty", NULL));
+  assert_float_equal(untouched[0], 7.0f, 0);
+  assert_float_equal(untouched[1], 7.0f, 0);
+  const void* mixed_sends[3] = {untouched, full, untouched + 1};
+  void* mixed_recvs[3] = {untouched, full, untouched + 1};
+  const int64_t mixed[3] = {0, 5, 0};
+  assert_hvd_ok(hvd_grouped_allreduce(3, mixed_sends, mixed_recvs, mixed, HVD_FLOAT32, HVD_OP_SUM,
+                                      "group.mixed", NULL));
+  for (int i = 0; i < 5; ++i) assert_float_equal(full[i], (float)size, 0);
+  assert_float_equal(untouched[0], 7.0f, 0);
+}
+
 /* A group is one fused unit: members above the in-place size (256 KiB) and small
  * ones go in one collective, with AVERAGE and scaling applied per member; twice, the
  * second time from the response cache. */
@@ -402,6 +426,7 @@ int main(void) {
       cmocka_unit_test(tensor_larger_than_fusion_threshold),
       cmocka_unit_test(cached_name_with_new_shape),
       cmocka_unit_test(grouped_allreduce),
+      cmocka_unit_test(grouped_allreduce_of_empty_tensors),
       cmocka_unit_test(grouped_allreduce_is_one_collective),
       cmocka_unit_test(stream_wait_on_host_operation),
       cmocka_unit_test(a_set_of_one_copies_and_scales),

@@ -94,6 +94,7 @@ Error MpiBackend::allreduce_staged(int64_t count, hvd_dtype_t dtype, hvd_reduce_
 
 Error MpiBackend::allreduce_scattered(int64_t count, hvd_dtype_t dtype, hvd_reduce_op_t op,
                                       const Communicator& comm, const Scattered& operand) {
+  if (count <= 0) return Error::success();  // nothing to send (and no piece size to cut by)
   counters_->collectives.fetch_add(1, std::memory_order_relaxed);
   counters_->ring_allreduces.fetch_add(1, std::memory_order_relaxed);
   // Pieces of one size (the staging size, cut evenly): each piece's segments are sent
