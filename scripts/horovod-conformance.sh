@@ -22,6 +22,7 @@ shift
 build=${HVD_BUILD:-$root/build}
 lib="$build/lib/libhvd.so.0"
 [ -f "$lib" ] || { echo "no $lib: build libhvd first (meson setup build && ninja -C build)" >&2; exit 2; }
+lib="$(cd "$build" && pwd)/lib/libhvd.so.0"  # the tests run in the checkout's directory
 python=${PYTHON:-$root/.venv/bin/python}
 export HVD_LIBRARY=$lib
 export PYTHONPATH="$root/bindings/python${PYTHONPATH:+:$PYTHONPATH}"

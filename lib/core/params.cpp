@@ -177,7 +177,8 @@ const std::vector<ParamDef>& defs() {
           "(reduce-scatter, then allgather, over MPI point-to-point) straight from and "
           "into the tensors, instead of copied into the fusion buffer, reduced by "
           "MPI_Allreduce and copied out: auto|never|always (auto: batches of 64 KiB and "
-          "more in process sets that span nodes, where every rank has a CPU of its own; "
+          "more in process sets that span nodes, where every rank has a CPU of its own, "
+          "counted per machine (several MPI nodes on one machine share its CPUs); "
           "always: every fused batch. Never where the hierarchical allreduce reduces "
           "the set)"),
       P_BYTES("HVD_FUSION_PIECE_BYTES", fusion_piece_bytes, "1048576", 4096, kNoMax,
