@@ -7,7 +7,10 @@
 namespace hvd {
 
 HandleTable& handle_table() {
-  static HandleTable table;
+  // Never destroyed: exit() runs static destructors while other threads may still
+  // wait on a handle (a fatal-signal handler's exit, a thread still in hvd_wait while
+  // main returns), and a destroyed table freed the states they read.
+  static HandleTable& table = *new HandleTable;
   return table;
 }
 

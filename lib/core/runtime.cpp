@@ -26,7 +26,11 @@ namespace {
 
 std::mutex g_lifecycle_mutex;  // serializes init and shutdown
 SpinLock g_runtime_lock;  // guards g_runtime; held only to copy or swap the pointer
-std::shared_ptr<Runtime> g_runtime;
+// Never destroyed by exit(): finalize_at_exit shuts the runtime down where that is
+// possible, and where it is not (exit() on the background thread itself, from a
+// signal handler or an MPI error handler) destroying it there joined the thread from
+// itself or waited for ever on a condition variable the thread was waiting on.
+std::shared_ptr<Runtime>& g_runtime = *new std::shared_ptr<Runtime>;
 bool g_we_initialized_mpi = false;
 bool g_atexit_registered = false;
 
@@ -86,10 +90,19 @@ void send_exit_notice(int status) {
   g_exit_notice_fd = -1;
 }
 
+// True on libhvd's background thread. The thread-local flag is the thread's first
+// statement; a signal handler that runs on the thread before it (its exit() just
+// after hvd_init) is told by the runtime's thread id.
+bool on_background_thread() {
+  if (t_on_background_thread) return true;
+  std::lock_guard<SpinLock> lock(g_runtime_lock);
+  return g_runtime && g_runtime->thread.get_id() == std::this_thread::get_id();
+}
+
 // Registered with on_exit (glibc), which passes the status given to exit().
 void finalize_at_exit(int status, void*) {
   if (g_forked_child) return;  // the parent's MPI and runtime: not this process's to end
-  if (t_on_background_thread) return;
+  if (on_background_thread()) return;
   send_exit_notice(status);
   runtime_shutdown();
   int finalized = 0;
@@ -174,14 +187,7 @@ Error build_topology(Runtime& rt) {
 }  // namespace
 
 Runtime::~Runtime() {
-  if (!thread.joinable()) return;
-  // exit() called on the background thread itself (a fatal-signal handler, an MPI
-  // error handler that aborts) destroys the runtime there: it cannot join itself, and
-  // trying threw from a destructor and turned that exit's status into an abort.
-  if (thread.get_id() == std::this_thread::get_id())
-    thread.detach();
-  else
-    thread.join();
+  if (thread.joinable()) thread.join();
 }
 
 void Runtime::free_comms() {
@@ -359,7 +365,7 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
 
 Error runtime_shutdown() {
   if (g_forked_child) return forked_child_error("hvd_shutdown");
-  if (t_on_background_thread)
+  if (on_background_thread())
     return make_error(HVD_ERR_INVALID_ARGUMENT,
                       "hvd_shutdown called on libhvd's own background thread, which cannot "
                       "wait for itself to end");
