@@ -277,6 +277,7 @@ void BackgroundLoop::apply_tuning(const std::string& blob) {
   fusion_.threshold = tp.fusion_threshold;
   cycle_time_ms_ = tp.cycle_time_ms;
   executor_.use_hierarchical(tp.hierarchical_allreduce);
+  plan_memo_.forget();  // the threshold is compared; fuse_large reads the hierarchical choice
   executor_.use_hierarchical_allgather(tp.hierarchical_allgather);
   // The cache changes the bit vector's length: it switches after this round's
   // responses have run (switch_cache), on every rank alike.
@@ -540,7 +541,7 @@ Error BackgroundLoop::run_round(bool* shutdown) {
   const std::span<const Response> ready(ready_.data(), ready_count);
   if (!ready.empty()) {
     Timeline& timeline = process_timeline();
-    std::vector<Batch> batches = plan_batches(ready, fusion_);
+    const std::vector<Batch>& batches = plan_memo_.plan(ready, fusion_);
     run_batches(ready, batches);
     if (tuner_) observe_for_tuning(ready, batches);
     if (timeline.enabled())

@@ -111,6 +111,7 @@ class BackgroundLoop {
   int cache_switch_ = -1;         // 0 or 1: the cache goes off or on after this round
   bool toggled_cache_on_ = true;  // HVD_CACHE_TOGGLE_ROUNDS: the state last sent
   FusionConfig fusion_;
+  PlanMemo plan_memo_;
   std::unordered_map<int32_t, bool> spans_nodes_;  // by process set (spans_nodes)
   Mode mode_ = Mode::Idle;
   int64_t round_ = 0;

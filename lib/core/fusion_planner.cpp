@@ -194,4 +194,35 @@ std::vector<Batch> plan_batches(std::span<const Response> responses, const Fusio
   return batches;
 }
 
+bool PlanMemo::matches(std::span<const Response> responses, const FusionConfig& config) const {
+  if (!valid_ || responses.size() != versions_.size() || config.threshold != threshold_ ||
+      config.inplace_min_bytes != inplace_min_bytes_ ||
+      config.disable_group_fusion != disable_group_fusion_)
+    return false;
+  for (size_t i = 0; i < responses.size(); ++i)
+    if (responses[i].version != versions_[i]) return false;
+  return true;
+}
+
+const std::vector<Batch>& PlanMemo::plan(std::span<const Response> responses,
+                                         const FusionConfig& config) {
+  if (matches(responses, config)) return batches_;
+  batches_ = plan_batches(responses, config);
+  // Remembered only when every response is a cached one without an error: a fresh
+  // response (version 0) has no name for its content.
+  valid_ = true;
+  versions_.clear();
+  for (const Response& r : responses) {
+    if (r.version == 0 || !r.error.ok()) {
+      valid_ = false;
+      break;
+    }
+    versions_.push_back(r.version);
+  }
+  threshold_ = config.threshold;
+  inplace_min_bytes_ = config.inplace_min_bytes;
+  disable_group_fusion_ = config.disable_group_fusion;
+  return batches_;
+}
+
 }  // namespace hvd

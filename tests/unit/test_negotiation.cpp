@@ -422,6 +422,55 @@ void planner_fuses_small_same_kind_tensors(void**) {
   assert_int_equal(plan_batches(rs, config).size(), rs.size());
 }
 
+// The memo gives the last plan back only for the same cached responses (versions) in
+// the same order under the same numbers; a fresh response, another order, a new
+// threshold or forget() plans again.
+void plan_memo_reuses_only_the_same_cached_round(void**) {
+  FusionConfig config;
+  config.threshold = 900;
+  config.inplace_min_bytes = 400;
+  std::vector<Response> rs = {allreduce_response("a", 10), allreduce_response("b", 50),
+                              allreduce_response("big", 150)};
+  for (size_t i = 0; i < rs.size(); ++i) rs[i].version = 10 + i;
+  PlanMemo memo;
+  const std::vector<Batch>* first = &memo.plan(rs, config);
+  assert_int_equal(first->size(), 2);  // a + b, big alone
+  assert_int_equal(memo.plan(rs, config).size(), 2);
+
+  // Another order: planned again (the items index the new order).
+  std::swap(rs[0], rs[2]);
+  const std::vector<Batch>& swapped = memo.plan(rs, config);
+  assert_int_equal(swapped.size(), 2);
+  assert_false(swapped[0].fused);
+  assert_int_equal(swapped[0].items[0], 0);  // big, now first
+  std::swap(rs[0], rs[2]);
+
+  // A new version of one (its slot's tensor changed): planned again.
+  rs[1].version = 99;
+  rs[1].spec.shape = Dims{200};
+  assert_int_equal(memo.plan(rs, config).size(), 3);
+
+  // The threshold is compared: fusion off plans every tensor alone.
+  config.threshold = 0;
+  assert_int_equal(memo.plan(rs, config).size(), 3);
+  config.threshold = 900;
+
+  // A fresh response (version 0) is never remembered: the next round plans again.
+  rs[1] = allreduce_response("b", 50);
+  assert_int_equal(memo.plan(rs, config).size(), 2);
+  rs[1].spec.shape = Dims{200};
+  assert_int_equal(memo.plan(rs, config).size(), 3);
+
+  // forget(): what fuse_large reads changed (here, its answer).
+  rs[1].version = 11;
+  rs[1].spec.shape = Dims{50};
+  assert_int_equal(memo.plan(rs, config).size(), 2);
+  config.fuse_large = [](int32_t) { return true; };
+  assert_int_equal(memo.plan(rs, config).size(), 2);  // remembered, as documented
+  memo.forget();
+  assert_int_equal(memo.plan(rs, config).size(), 1);  // big joins the batch now
+}
+
 // Where the runtime says so for a set (HVD_FUSE_LARGE), large host allreduces join
 // batches like small ones, up to the threshold; device tensors, Adasum and other sets
 // keep theirs alone; one above the threshold stays alone, its last piece padded.
@@ -629,6 +678,7 @@ int main() {
       cmocka_unit_test(refusals_drain_with_requests),
       cmocka_unit_test(wire_rejects_every_truncation_and_corruption),
       cmocka_unit_test(planner_fuses_small_same_kind_tensors),
+      cmocka_unit_test(plan_memo_reuses_only_the_same_cached_round),
       cmocka_unit_test(planner_fuses_large_tensors_where_told),
       cmocka_unit_test(planner_keeps_scaling_and_sets_apart),
       cmocka_unit_test(planner_fuses_a_group_as_one_unit),
