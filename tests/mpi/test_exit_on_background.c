@@ -7,7 +7,6 @@
  *
  * A forked child does it (a singleton, no launcher); the parent checks how it ended. */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,32 +23,12 @@ static void exit_from_handler(int sig) {
   exit(kExitStatus);
 }
 
-/* The kernel's id of this process's thread named `name`, or 0. */
-static pid_t thread_named(const char* name) {
-  DIR* dir = opendir("/proc/self/task");
-  if (!dir) return 0;
-  pid_t found = 0;
-  struct dirent* e;
-  while (!found && (e = readdir(dir)) != NULL) {
-    if (e->d_name[0] == '.') continue;
-    char path[300], comm[64] = "";
-    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-    FILE* f = fopen(path, "r");
-    if (!f) continue;
-    if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = '\0';
-    fclose(f);
-    if (strcmp(comm, name) == 0) found = (pid_t)atoi(e->d_name);
-  }
-  closedir(dir);
-  return found;
-}
-
 /* The child: init, a handle waited on while the background thread runs exit(). */
 static int child(void) {
   if (hvd_init() != HVD_SUCCESS) return 2;
   signal(SIGUSR1, exit_from_handler);
-  pid_t background = thread_named("hvd-background");
-  if (!background) return 3;
+  pid_t background = 0;
+  if (tu_threads_named("hvd-background", &background) != 1) return 3;
   float x = 1.0f;
   hvd_handle_t h;
   if (hvd_allreduce_async(&x, &x, 1, HVD_FLOAT32, HVD_OP_SUM, "before.exit", NULL, &h) !=

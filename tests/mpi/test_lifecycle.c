@@ -52,32 +52,13 @@ static void init_is_idempotent_and_reinit_works(void** state) {
   }
 }
 
-/* How many of this process's threads carry `name` (Linux: /proc/self/task/T/comm). */
-static int threads_named(const char* name) {
-  DIR* tasks = opendir("/proc/self/task");
-  if (!tasks) return -1;
-  int found = 0;
-  for (struct dirent* e; (e = readdir(tasks));) {
-    if (e->d_name[0] == '.') continue;
-    char path[300], comm[64] = "";
-    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-    FILE* f = fopen(path, "r");
-    if (!f) continue; /* the thread ended meanwhile */
-    if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = 0;
-    fclose(f);
-    found += strcmp(comm, name) == 0;
-  }
-  closedir(tasks);
-  return found;
-}
-
 /* The count of threads named `name` once it is `want`, or after 2 s what it is then:
  * a listing of /proc/self/task taken while another thread ends may miss an entry, and
  * a joined thread may still be listed for a moment (the kernel wakes the joiner before
  * it removes the thread). */
 static int threads_named_settled(const char* name, int want) {
   int found = -1;
-  for (int tries = 0; tries < 2000 && (found = threads_named(name)) != want; ++tries)
+  for (int tries = 0; tries < 2000 && (found = tu_threads_named(name, NULL)) != want; ++tries)
     usleep(1000);
   return found;
 }

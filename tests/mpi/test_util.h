@@ -3,6 +3,7 @@
 #ifndef HVD_TESTS_MPI_TEST_UTIL_H
 #define HVD_TESTS_MPI_TEST_UTIL_H
 
+#include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include <cmocka.h>
 
@@ -187,6 +189,30 @@ static inline hvd_counters_t tu_counters(void) {
   c.struct_size = sizeof c;
   assert_hvd_ok(hvd_get_counters(&c));
   return c;
+}
+
+/* How many of this process's threads carry `name` (Linux: /proc/self/task/T/comm);
+ * *last (when not NULL) gets the kernel id of the last one listed, 0 if none. -1 when
+ * the list cannot be read. */
+static inline int tu_threads_named(const char* name, pid_t* last) {
+  if (last) *last = 0;
+  DIR* tasks = opendir("/proc/self/task");
+  if (!tasks) return -1;
+  int found = 0;
+  for (struct dirent* e; (e = readdir(tasks));) {
+    if (e->d_name[0] == '.') continue;
+    char path[300], comm[64] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+    FILE* f = fopen(path, "r");
+    if (!f) continue; /* the thread ended meanwhile */
+    if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = 0;
+    fclose(f);
+    if (strcmp(comm, name) != 0) continue;
+    ++found;
+    if (last) *last = (pid_t)atoi(e->d_name);
+  }
+  closedir(tasks);
+  return found;
 }
 
 /* Data collectives this rank has run since init (to see how many tensors fused). */
