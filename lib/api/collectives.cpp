@@ -14,13 +14,6 @@ using namespace hvd;
 
 namespace {
 
-// The allreduce's own part of its spec, after fill_spec: both paths below build it so.
-void finish_allreduce_spec(TensorSpec* spec, hvd_reduce_op_t op, const OptionsShape& shape,
-                           int64_t count) {
-  spec->reduce_op = op;
-  set_counted_shape(shape, count, spec);
-}
-
 // shape: the options' shape when it describes this tensor (ndim 0 otherwise).
 Error allreduce_request(const void* sendbuf, void* recvbuf, int64_t count, hvd_dtype_t dtype,
                         hvd_reduce_op_t op, std::string&& name, const OpOptions& opts,
@@ -38,17 +31,19 @@ Error allreduce_request(const void* sendbuf, void* recvbuf, int64_t count, hvd_d
   HVD_RETURN_IF_ERROR(check_placement(sendbuf, opts.device, name, "sendbuf"));
   HVD_RETURN_IF_ERROR(check_placement(recvbuf, opts.device, name, "recvbuf"));
   fill_request(out, std::move(name), opts, OpType::Allreduce, dtype);  // *out is fresh
-  finish_allreduce_spec(&out->spec, op, shape, count);
+  out->spec.reduce_op = op;
+  set_counted_shape(shape, count, &out->spec);
   out->send = sendbuf;
   out->recv = recvbuf;
   return Error::success();
 }
 
 // A training loop's steady state: the call repeats the last allreduce under its name
-// with the same spec (TensorQueue::push_repeat), so it passed every check below then
-// and passes them again; only its buffers are new. It is queued without building a
-// request elsewhere or taking the process set. Anything else, and every call that
-// would fail, returns false and takes the checked path, which reports it.
+// with the same arguments (TensorQueue::push_repeat), so it passed every check of the
+// path below then and passes them again; only its buffers are new. It is queued
+// without building a request or a spec, or taking the process set. Anything else, and
+// every call that would fail, returns false and takes the checked path, which reports
+// it.
 bool enqueue_repeated_allreduce(const void* sendbuf, void* recvbuf, int64_t count,
                                 hvd_dtype_t dtype, hvd_reduce_op_t op, const char* name,
                                 const hvd_op_options_t* options, hvd_handle_t* handle) {
@@ -56,17 +51,23 @@ bool enqueue_repeated_allreduce(const void* sendbuf, void* recvbuf, int64_t coun
   const size_t length = strnlen(name, kMaxNameBytes + 1);
   if (length > kMaxNameBytes) return false;
   OpOptions opts;
-  if (!read_options(options, &opts).ok() || !check_options_shape(opts.shape, count).ok())
+  if (!read_options(options, &opts).ok()) return false;
+  // A call that is not plain (NameTable::plain: device memory, a process set, a stream)
+  // never repeats: it goes to the checked path without the queue's lock and a handle
+  // made for nothing.
+  if (opts.device != HVD_DEVICE_CPU || opts.process_set != 0 || opts.stream || opts.allocator)
     return false;
-  TensorSpec spec;
-  fill_spec(&spec, opts, OpType::Allreduce, dtype);
-  // A call that is not plain (device memory, a process set, a stream) never repeats:
-  // it goes to the checked path without the queue's lock and a handle made for nothing.
-  if (!NameTable::plain(spec, opts.stream, opts.allocator)) return false;
-  finish_allreduce_spec(&spec, op, opts.shape, count);
+  RepeatCall call;
+  call.dtype = dtype;
+  call.op = op;
+  call.count = count;
+  call.prescale = opts.prescale;
+  call.postscale = opts.postscale;
+  call.shape = opts.shape.dims;
+  call.ndim = opts.shape.ndim;
   std::shared_ptr<Runtime> rt = current_runtime();
   if (!rt) return false;
-  return enqueue_repeat(*rt, std::string_view(name, length), spec, sendbuf, recvbuf, handle);
+  return enqueue_repeat(*rt, std::string_view(name, length), call, sendbuf, recvbuf, handle);
 }
 
 // An unknown handle before init is a call out of order; after init, a bad handle.
@@ -249,7 +250,8 @@ HVD_API hvd_status_t hvd_wait(hvd_handle_t handle) {
     if (!state) return fail(unknown_handle("hvd_wait", handle));
     hurry(*state.get());
     state->wait(wait_spin_us());
-    return finish(state->result());
+    if (!state->failed()) return HVD_SUCCESS;  // no Error to build: most waits
+    return fail(state->result());
   })
 }
 

@@ -53,12 +53,12 @@ Error enqueue(Runtime& rt, Request&& request, hvd_handle_t* handle) {
   return Error::success();
 }
 
-bool enqueue_repeat(Runtime& rt, std::string_view name, const TensorSpec& spec, const void* send,
+bool enqueue_repeat(Runtime& rt, std::string_view name, const RepeatCall& call, const void* send,
                     void* recv, hvd_handle_t* handle) {
   HandleState* state = nullptr;
   hvd_handle_t h = handle_table().add(1, &state);
   if (step_stats().enabled()) state->set_name(name);
-  if (!rt.queue.push_repeat(name, spec, send, recv, state, now_seconds())) {
+  if (!rt.queue.push_repeat(name, call, send, recv, state, now_seconds())) {
     handle_table().take(h);
     return false;
   }

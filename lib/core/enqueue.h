@@ -13,10 +13,10 @@ namespace hvd {
 // the background thread. On failure nothing is queued and no handle exists.
 Error enqueue(Runtime& rt, std::vector<Request>&& requests, hvd_handle_t* handle);
 Error enqueue(Runtime& rt, Request&& request, hvd_handle_t* handle);
-// A plain allreduce that repeats the last push under its global-set name with this
-// spec (TensorQueue::push_repeat): true with *handle set when queued; false, with no
-// handle made, when it is not such a repeat and must be built and enqueued.
-bool enqueue_repeat(Runtime& rt, std::string_view name, const TensorSpec& spec, const void* send,
+// A plain allreduce that repeats the last push under its global-set name
+// (TensorQueue::push_repeat): true with *handle set when queued; false, with no handle
+// made, when it is not such a repeat and must be built and enqueued.
+bool enqueue_repeat(Runtime& rt, std::string_view name, const RepeatCall& call, const void* send,
                     void* recv, hvd_handle_t* handle);
 
 // Storage for the next tensor name this thread resolves: the string of a name that

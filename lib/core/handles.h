@@ -48,6 +48,8 @@ class HandleState {
   void set_queued_at(uint64_t drains) { queued_at_.store(drains, std::memory_order_relaxed); }
   uint64_t queued_at() const { return queued_at_.load(std::memory_order_relaxed); }
   Error result() const;
+  // Read after done(): whether it failed (result() then says how).
+  bool failed() const { return has_error_.load(std::memory_order_acquire); }
 
   // Device operations: once queued on the device, the background thread publishes how
   // to make a stream wait for the result (hvd_stream_wait).

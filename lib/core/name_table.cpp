@@ -3,7 +3,30 @@
 #include "core/request.h"
 #include "core/tensor_queue.h"
 
+#include <algorithm>
+#include <atomic>
+
 namespace hvd {
+
+namespace {
+std::atomic<uint64_t> g_table_serials{0};
+
+// A call repeats an entry's last push (a plain one, so process set, device, stream
+// and grouping are known to match a plain call) when everything else it says is the
+// same. Whatever the API would have refused cannot match what it accepted: a NaN
+// scale, a negative or missing dimension, a shape whose product is not count.
+bool repeats(const TensorSpec& last, const RepeatCall& call) {
+  if (last.dtype != call.dtype || last.reduce_op != call.op || last.prescale != call.prescale ||
+      last.postscale != call.postscale)
+    return false;
+  if (call.ndim == 0) return !last.shape_given && last.shape.size() == 1 && last.shape[0] == call.count;
+  return last.shape_given && call.shape && last.shape.size() == static_cast<size_t>(call.ndim) &&
+         std::equal(last.shape.begin(), last.shape.end(), call.shape) &&
+         last.num_elements() == call.count;
+}
+}  // namespace
+
+NameTable::NameTable() : serial_(g_table_serials.fetch_add(1, std::memory_order_relaxed) + 1) {}
 
 const std::string& NameTable::key_for(int32_t process_set, const std::string& name) {
   if (process_set == 0) return name;  // the global set's keys are the names
@@ -38,13 +61,26 @@ bool NameTable::in_flight(int32_t process_set, const std::string& name) {
   return it != map_.end() && it->second.in_flight;
 }
 
-NameEntry* NameTable::acquire_repeat(std::string_view name, const TensorSpec& spec) {
-  auto it = map_.find(TensorKeyRef(name, 0));
-  if (it == map_.end()) return nullptr;
-  NameEntry& e = it->second;
-  if (e.in_flight || !e.repeat_valid || !(e.repeat == spec)) return nullptr;
-  e.in_flight = true;
-  return &e;
+NameEntry* NameTable::acquire_repeat(std::string_view name, const RepeatCall& call,
+                                     RepeatCursor* cursor) {
+  NameEntry* last = cursor->table_serial == serial_ ? cursor->last : nullptr;
+  NameEntry* e = last ? last->next_repeat : nullptr;
+  if (!e || e->key->str != name) {
+    auto it = map_.find(TensorKeyRef(name, 0));
+    if (it == map_.end()) return nullptr;
+    e = &it->second;
+  }
+  if (e->in_flight || !e->repeat_valid || !repeats(e->repeat, call)) return nullptr;
+  e->in_flight = true;
+  // A transient entry is forgotten at release: never linked nor kept in a cursor.
+  if (e->transient) {
+    cursor->last = nullptr;
+    return e;
+  }
+  if (last) last->next_repeat = e;
+  cursor->table_serial = serial_;
+  cursor->last = e;
+  return e;
 }
 
 void NameTable::remember(const Request& r) {

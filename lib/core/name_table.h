@@ -34,6 +34,32 @@ struct NameEntry {
   // then and passes them again, so it is queued without them (acquire_repeat).
   bool repeat_valid = false;
   TensorSpec repeat;
+  // The entry that the repeat push after this one took, the last time one followed it
+  // on the same thread: a training step pushes its tensors in the same order every
+  // step, so the next name is usually this entry's and is found without hashing it
+  // (RepeatCursor). Only kept (non-transient) entries are linked: they live as long
+  // as the table.
+  NameEntry* next_repeat = nullptr;
+};
+
+// What a plain allreduce call says besides its name and buffers, compared with an
+// entry's last push as it is (a repeat needs no TensorSpec built to be recognized).
+struct RepeatCall {
+  hvd_dtype_t dtype = HVD_FLOAT32;
+  hvd_reduce_op_t op = HVD_OP_SUM;
+  int64_t count = 0;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  const int64_t* shape = nullptr;  // the caller's ndim dimensions; ndim 0: none given
+  int32_t ndim = 0;
+};
+
+// A calling thread's place in its sequence of repeat pushes: the entry it took last,
+// in the table of that serial (a table made later, by a new initialization, at the
+// same address is not mistaken for it).
+struct RepeatCursor {
+  uint64_t table_serial = 0;
+  NameEntry* last = nullptr;
 };
 
 class NameTable {
@@ -42,10 +68,12 @@ class NameTable {
   // the key's hash. nullptr when the name is in flight already.
   NameEntry* acquire(int32_t process_set, const std::string& name, size_t* key_hash);
   bool in_flight(int32_t process_set, const std::string& name);
-  // The entry of a global-set name whose last push was plain and had exactly this
-  // spec, marked in flight; nullptr when the name is unknown, in flight, or its last
-  // push differed (the caller then takes the checked path).
-  NameEntry* acquire_repeat(std::string_view name, const TensorSpec& spec);
+  // The entry of a global-set name whose last push was plain and said exactly what
+  // this call says, marked in flight; nullptr when the name is unknown, in flight, or
+  // its last push differed (the caller then takes the checked path). The entry that
+  // followed *cursor's last time is tried before the name is looked up; *cursor then
+  // moves to the entry taken.
+  NameEntry* acquire_repeat(std::string_view name, const RepeatCall& call, RepeatCursor* cursor);
   // Whether a push of this spec, stream and allocator is plain: a host allreduce on the
   // global set, alone (not a group member), without a stream or an allocator. Only a
   // plain push is remembered, so only a plain call can repeat one.
@@ -73,6 +101,10 @@ class NameTable {
   Map map_;
   NodePool<Map> spare_nodes_;
   std::string scratch_;  // the key of a name in a process set other than the global one
+  const uint64_t serial_;  // unique per table made in this process (RepeatCursor)
+
+ public:
+  NameTable();
 };
 
 }  // namespace hvd

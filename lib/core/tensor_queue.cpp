@@ -80,12 +80,18 @@ Error TensorQueue::push(Request&& request, std::string* spare_name) {
   return Error::success();
 }
 
-bool TensorQueue::push_repeat(std::string_view name, const TensorSpec& spec, const void* send,
+namespace {
+// Each pushing thread's own sequence: two threads pushing in turn would only make each
+// other's predictions miss.
+thread_local RepeatCursor t_repeat_cursor;
+}  // namespace
+
+bool TensorQueue::push_repeat(std::string_view name, const RepeatCall& call, const void* send,
                               void* recv, HandleState* handle, double enqueue_time) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closed_) return false;
-    NameEntry* entry = names_.acquire_repeat(name, spec);
+    NameEntry* entry = names_.acquire_repeat(name, call, &t_repeat_cursor);
     if (!entry) return false;
     const bool notify = note_push_locked(handle);
     // Built where it is queued: no request to move, and the name's string reuses a
@@ -96,7 +102,7 @@ bool TensorQueue::push_repeat(std::string_view name, const TensorSpec& spec, con
       spare_names_.pop_back();
     }
     r.name.assign(name);
-    r.spec = spec;
+    r.spec = entry->repeat;
     r.send = send;
     r.recv = recv;
     r.handle = handle;

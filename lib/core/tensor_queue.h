@@ -28,10 +28,11 @@ class TensorQueue {
   // nothing in steady state.
   Error push(Request&& request, std::string* spare_name = nullptr);
   // A repeat of the last push under a global-set name (NameEntry::repeat), queued with
-  // this spec, buffers and handle: true when queued; false, with nothing queued, when
-  // the name is unknown or in flight, its last push differed or was not plain, or the
-  // queue is closed (the caller then builds and pushes the request, which reports why).
-  bool push_repeat(std::string_view name, const TensorSpec& spec, const void* send, void* recv,
+  // these buffers and handle: true when queued; false, with nothing queued, when the
+  // name is unknown or in flight, its last push differed from the call or was not
+  // plain, or the queue is closed (the caller then builds and pushes the request, which
+  // reports why). The calling thread's last repeat predicts the entry (RepeatCursor).
+  bool push_repeat(std::string_view name, const RepeatCall& call, const void* send, void* recv,
                    HandleState* handle, double enqueue_time);
 
   // Moves every queued request into *out and every refusal into *refused (appending),

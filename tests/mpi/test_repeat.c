@@ -4,7 +4,12 @@
  * that changes anything (count, element type, reduction, scales, shape, process set)
  * is reduced as asked; a repeat with a bad argument gets the same clear error as any
  * call; a name still in flight is refused; and after hvd_shutdown a repeat is refused
- * as any call is. */
+ * as any call is. Repeats are also recognized by their order (the name after the last
+ * one is tried first): steps whose order changes, threads that push in turn and a
+ * second initialization must get every result right all the same. */
+#include <math.h>
+#include <pthread.h>
+
 #include "test_util.h"
 
 static void assert_last_error_mentions(const char* a, const char* b) {
@@ -100,6 +105,139 @@ static void bad_repeats_are_refused(void** state) {
   reduce_and_check("rep.shape", 8, HVD_FLOAT32, HVD_OP_SUM, &shaped);
 }
 
+/* A repeat with a scale that is not a number, or a shape with a negative dimension,
+ * is refused as any call with them, even right after the same name's good call. */
+static void repeats_with_bad_options_are_refused(void** state) {
+  (void)state;
+  float buf[8] = {0};
+  hvd_handle_t h;
+  hvd_op_options_t opts;
+  assert_hvd_ok(hvd_op_options_init(&opts));
+  reduce_and_check("rep.opts", 8, HVD_FLOAT32, HVD_OP_SUM, &opts);
+  opts.prescale_factor = NAN;
+  assert_hvd_status(hvd_allreduce_async(buf, buf, 8, HVD_FLOAT32, HVD_OP_SUM, "rep.opts", &opts, &h),
+                    HVD_ERR_INVALID_ARGUMENT);
+  assert_last_error_mentions("prescale_factor", "finite");
+  opts.prescale_factor = 1;
+  const int64_t dims[2] = {-2, -4};
+  opts.shape = dims;
+  opts.ndim = 2;
+  assert_hvd_status(hvd_allreduce_async(buf, buf, 8, HVD_FLOAT32, HVD_OP_SUM, "rep.opts", &opts, &h),
+                    HVD_ERR_INVALID_ARGUMENT);
+  assert_last_error_mentions("shape", ">= 0");
+  opts.ndim = 0;
+  reduce_and_check("rep.opts", 8, HVD_FLOAT32, HVD_OP_SUM, &opts);
+}
+
+/* One step of n named tensors pushed in the order given, then waited for: 0 when
+ * every result is exact, else -1 with why (callable from any thread). */
+static int try_order_step(const char* prefix, const int* order, int n, int step, char* why,
+                          size_t why_size) {
+  enum { MAX = 16, COUNT = 5 };
+  float data[MAX][COUNT];
+  hvd_handle_t handles[MAX];
+  char name[48];
+  const int size = hvd_size(), rank = hvd_rank();
+  for (int k = 0; k < n; ++k) {
+    const int t = order[k];
+    for (int i = 0; i < COUNT; ++i) data[t][i] = (float)(rank + t + step);
+    snprintf(name, sizeof name, "%s.%d", prefix, t);
+    if (hvd_allreduce_async(data[t], data[t], COUNT, HVD_FLOAT32, HVD_OP_SUM, name, NULL,
+                            &handles[t]) != HVD_SUCCESS) {
+      snprintf(why, why_size, "%s step %d: %s", name, step, hvd_last_error());
+      return -1;
+    }
+  }
+  int failed = 0;
+  for (int k = 0; k < n; ++k)
+    if (hvd_wait(handles[order[k]]) != HVD_SUCCESS && !failed) {
+      snprintf(why, why_size, "%s step %d wait: %s", prefix, step, hvd_last_error());
+      failed = 1;
+    }
+  if (failed) return -1;
+  for (int k = 0; k < n; ++k) {
+    const int t = order[k];
+    const float want = (float)(size * (size - 1) / 2 + size * (t + step));
+    for (int i = 0; i < COUNT; ++i)
+      if (data[t][i] != want) {
+        snprintf(why, why_size, "%s step %d tensor %d: %g, want %g", prefix, step, t,
+                 data[t][i], want);
+        return -1;
+      }
+  }
+  return 0;
+}
+
+static void order_step(const char* prefix, const int* order, int n, int step) {
+  char why[256];
+  if (try_order_step(prefix, order, n, step, why, sizeof why) != 0) fail_msg("%s", why);
+}
+
+/* The order of a step changes (forward, backward, a subset, a shuffle, the first
+ * again): each change misses the predicted next name, and every result is exact. */
+static void steps_in_changing_orders(void** state) {
+  (void)state;
+  enum { N = 12 };
+  int forward[N], backward[N], shuffled[N], evens[N / 2];
+  for (int t = 0; t < N; ++t) {
+    forward[t] = t;
+    backward[t] = N - 1 - t;
+    shuffled[t] = (t * 5) % N;
+  }
+  for (int t = 0; t < N / 2; ++t) evens[t] = 2 * t;
+  for (int step = 0; step < 12; ++step) {
+    switch (step % 6) {
+      case 0: case 1: order_step("rep.order", forward, N, step); break;
+      case 2: order_step("rep.order", backward, N, step); break;
+      case 3: order_step("rep.order", evens, N / 2, step); break;
+      case 4: order_step("rep.order", shuffled, N, step); break;
+      default: order_step("rep.order", forward, N, step); break;
+    }
+  }
+}
+
+/* Two threads each repeat their own names, in turn within a step: each thread's
+ * sequence is its own, and every result exact. Ranks pair the threads by name. */
+struct pusher_args {
+  const char* prefix;
+  int reverse;
+  char why[256];  /* empty: every step exact */
+};
+
+static void* pusher(void* arg) {
+  struct pusher_args* a = arg;
+  enum { N = 8 };
+  int order[N];
+  for (int t = 0; t < N; ++t) order[t] = a->reverse ? N - 1 - t : t;
+  for (int step = 0; step < 20; ++step)
+    if (try_order_step(a->prefix, order, N, step, a->why, sizeof a->why) != 0) break;
+  return NULL;
+}
+
+static void threads_repeat_their_own_names(void** state) {
+  (void)state;
+  struct pusher_args args[2] = {{"rep.thread.a", 0, ""}, {"rep.thread.b", 1, ""}};
+  pthread_t threads[2];
+  for (int t = 0; t < 2; ++t)
+    assert_int_equal(pthread_create(&threads[t], NULL, pusher, &args[t]), 0);
+  for (int t = 0; t < 2; ++t) pthread_join(threads[t], NULL);
+  for (int t = 0; t < 2; ++t)
+    if (args[t].why[0]) fail_msg("thread %d: %s", t, args[t].why);
+}
+
+/* A thread's place in its sequence belongs to the initialization it was made in: after
+ * hvd_shutdown and hvd_init the same steps start over and are exact. */
+static void repeats_across_a_second_initialization(void** state) {
+  (void)state;
+  enum { N = 6 };
+  int forward[N];
+  for (int t = 0; t < N; ++t) forward[t] = t;
+  for (int step = 0; step < 3; ++step) order_step("rep.reinit", forward, N, step);
+  assert_hvd_ok(hvd_shutdown());
+  assert_hvd_ok(hvd_init());
+  for (int step = 0; step < 3; ++step) order_step("rep.reinit", forward, N, step);
+}
+
 /* A repeat of a name whose last call is still in flight is a duplicate, as any call. */
 static void repeat_while_in_flight_is_a_duplicate(void** state) {
   (void)state;
@@ -169,6 +307,10 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(repeats_follow_every_change),
       cmocka_unit_test(bad_repeats_are_refused),
+      cmocka_unit_test(repeats_with_bad_options_are_refused),
+      cmocka_unit_test(steps_in_changing_orders),
+      cmocka_unit_test(threads_repeat_their_own_names),
+      cmocka_unit_test(repeats_across_a_second_initialization),
       cmocka_unit_test(repeat_while_in_flight_is_a_duplicate),
       cmocka_unit_test(many_names_many_steps),
       cmocka_unit_test(repeat_after_shutdown),
