@@ -64,6 +64,7 @@ struct RepeatCursor {
 
 class NameTable {
  public:
+  NameTable();
   // The entry of (process_set, name), made if new, marked in flight; *key_hash gets
   // the key's hash. nullptr when the name is in flight already.
   NameEntry* acquire(int32_t process_set, const std::string& name, size_t* key_hash);
@@ -102,9 +103,6 @@ class NameTable {
   NodePool<Map> spare_nodes_;
   std::string scratch_;  // the key of a name in a process set other than the global one
   const uint64_t serial_;  // unique per table made in this process (RepeatCursor)
-
- public:
-  NameTable();
 };
 
 }  // namespace hvd
