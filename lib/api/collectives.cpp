@@ -55,7 +55,7 @@ bool enqueue_repeated_allreduce(const void* sendbuf, void* recvbuf, int64_t coun
   // A call that is not plain (NameTable::plain: device memory, a process set, a stream)
   // never repeats: it goes to the checked path without the queue's lock and a handle
   // made for nothing.
-  if (opts.device != HVD_DEVICE_CPU || opts.process_set != 0 || opts.stream || opts.allocator)
+  if (!NameTable::plain_placement(opts.device, opts.process_set, opts.stream, opts.allocator))
     return false;
   RepeatCall call;
   call.dtype = dtype;

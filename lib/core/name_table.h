@@ -79,8 +79,14 @@ class NameTable {
   // global set, alone (not a group member), without a stream or an allocator. Only a
   // plain push is remembered, so only a plain call can repeat one.
   static bool plain(const TensorSpec& spec, const void* stream, hvd_allocator_fn allocator) {
-    return spec.op == OpType::Allreduce && spec.process_set == 0 &&
-           spec.device == HVD_DEVICE_CPU && spec.group_size == 0 && !stream && !allocator;
+    return spec.op == OpType::Allreduce && spec.group_size == 0 &&
+           plain_placement(spec.device, spec.process_set, stream, allocator);
+  }
+  // The part of plain() a single allreduce's options decide, which the API checks
+  // before any spec is built.
+  static bool plain_placement(int32_t device, int32_t process_set, const void* stream,
+                              hvd_allocator_fn allocator) {
+    return device == HVD_DEVICE_CPU && process_set == 0 && !stream && !allocator;
   }
   // Remembers a request just acquired as its entry's repeat when it is plain (above).
   // Its spec then says everything the API checked.
