@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "base/cpu_clones.h"
 #include "base/dtype.h"
 
 namespace hvd {
@@ -40,6 +41,7 @@ void divide_loop(T* dst, const T* src, int64_t count, int divisor, double factor
 
 }  // namespace
 
+HVD_CPU_CLONES
 void copy_scaled(void* dst, const void* src, int64_t count, hvd_dtype_t dtype, double factor) {
   if (count <= 0) return;
   if (factor == 1.0 || dtype == HVD_BOOL) {
@@ -65,6 +67,7 @@ void copy_scaled(void* dst, const void* src, int64_t count, hvd_dtype_t dtype, d
   }
 }
 
+HVD_CPU_CLONES
 void copy_averaged(void* dst, const void* src, int64_t count, hvd_dtype_t dtype, int divisor,
                    double factor) {
   if (divisor <= 1 || dtype == HVD_BOOL) return copy_scaled(dst, src, count, dtype, factor);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/cpu_clones.h"
 #include "base/dtype.h"
 #include "ops/mpi/negotiation_op.h"
 
@@ -73,6 +74,7 @@ void mpi_types_init() {
   MPI_Op_create(reduce16<HVD_BFLOAT16, HVD_OP_PRODUCT>, 1, &g_bf16_ops[3]);
 }
 
+HVD_CPU_CLONES
 void reduce_elements(const void* in, void* inout, int64_t count, hvd_dtype_t dtype,
                      hvd_reduce_op_t op) {
   if (dtype == HVD_BOOL) {
