@@ -59,12 +59,6 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
           },
           [this] { return controller_.describe_pending(8); }) {
   host_.set_piece_bytes(rt_.params.fusion_piece_bytes);
-  // Chosen by measurement unless the user set the size (rank 0's choice is used).
-  chunk_chooser_ = ChunkChooser(rt_.params.allreduce_chunk_bytes,
-                                rt_.rank == 0 && rt_.size > 1 &&
-                                    !param_is_set("HVD_ALLREDUCE_CHUNK_BYTES"));
-  if (chunk_chooser_.adaptive())
-    host_.time_calls_from(std::max(chunk_chooser_.bytes(0), chunk_chooser_.bytes(1)));
   // How long a request may wait on the response cache before it is announced by name
   // for the stall inspector: half the warning time, at most a second (a healthy job's
   // ranks are milliseconds apart, so it never pays for it).
@@ -422,22 +416,6 @@ void BackgroundLoop::inspect_stalls() {
   stall_warned_.swap(warned);
 }
 
-void BackgroundLoop::use_chunk_arm(int arm) {
-  const int64_t bytes = chunk_chooser_.bytes(arm);
-  if (bytes == host_.allreduce_chunk_bytes()) return;
-  host_.set_allreduce_chunk_bytes(bytes);
-  // Said when the choice changes, not when a trial of the other size ends.
-  if (rt_.rank == 0 && arm == chunk_chooser_.best() && arm != logged_chunk_arm_) {
-    logged_chunk_arm_ = arm;
-    HVD_LOG(Info,
-            "large allreduces now go in chunks of %lld KiB: measured %.3g against %.3g ms per "
-            "100 MB with %lld KiB chunks",
-            static_cast<long long>(bytes >> 10), chunk_chooser_.median(arm) * 1e11,
-            chunk_chooser_.median(1 - arm) * 1e11,
-            static_cast<long long>(chunk_chooser_.bytes(1 - arm) >> 10));
-  }
-}
-
 Error BackgroundLoop::run_round(bool* shutdown) {
   process_timeline().mark_cycle();
   const uint64_t completed_before = completed_;
@@ -466,14 +444,9 @@ Error BackgroundLoop::run_round(bool* shutdown) {
       speculating ? words + Speculation::kWords + speculation_.payload_words() : words;
   bits_.resize(vector_words);
   bits_result_.resize(vector_words);
-  if (chunk_chooser_.adaptive()) {
-    for (const MpiBackend::TimedCall& c : host_.timed_calls())
-      chunk_chooser_.record(chunk_chooser_.arm_of(c.chunk_bytes), c.bytes, c.seconds);
-    host_.timed_calls().clear();
-  }
   controller_.fill_bits(bits_.data(), rt_.shutdown_requested.load(),
                         stall_probe_s_ > 0 ? now_seconds() - stall_probe_s_ : -1.0,
-                        burst_cap_.free_here(), rt_.rank == 0 ? chunk_chooser_.proposal() : -1);
+                        burst_cap_.free_here());
   const int64_t negotiation_start = step_stats_ ? monotonic_ns() : 0;
   MPI_Request request = MPI_REQUEST_NULL;
   int rc;
@@ -499,7 +472,6 @@ Error BackgroundLoop::run_round(bool* shutdown) {
   if (!err.ok()) return err;
   rt_.rounds.fetch_add(1, std::memory_order_relaxed);
   RoundFlags flags = controller_.apply_bits(bits_result_.data());
-  use_chunk_arm(flags.chunk_alternative ? 1 : 0);
   if (burst_cap_.agree(flags.cpus_free))
     HVD_LOG(Debug, "the burst wait's cap is now %g ms: %s", burst_cap_.cap_ms(cycle_time_ms_),
             flags.cpus_free ? "every rank's CPUs are free for a round to overlap the pushes"

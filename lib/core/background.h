@@ -29,7 +29,6 @@
 #include "core/runtime.h"
 #include "topo/run_delay.h"
 #include "tune/parameter_manager.h"
-#include "tune/chunk_chooser.h"
 #include "tune/step_detector.h"
 #include "ops/device/device_engine.h"
 #include "ops/mpi/mpi_backend.h"
@@ -56,8 +55,6 @@ class BackgroundLoop {
   bool doorbell_rang();
   void ring_doorbells();
   Error run_round(bool* shutdown);
-  // The round's agreed chunk size for large allreduces (RoundFlags::chunk_alternative).
-  void use_chunk_arm(int arm);
   // Waits while this rank's queue is still growing fast (HVD_BURST_GAP_US). Returns
   // true if the wait ended at its cap with requests still arriving.
   bool let_burst_finish();
@@ -108,10 +105,6 @@ class BackgroundLoop {
   double step_start_ = 0;
   double cycle_time_ms_ = 1.0;
   BurstCap burst_cap_{true, false};  // judged on this thread when it starts (run())
-  // Rank 0's measurements decide every rank's chunk size (tune/chunk_chooser.h); set in
-  // the constructor.
-  ChunkChooser chunk_chooser_{0, false};
-  int logged_chunk_arm_ = 0;  // the size last said in the log (0: the configured one)
   RunDelayReader own_delay_;         // this thread's
   RunDelayReader caller_delay_;      // the last pushing thread's
   TunedParams applied_;           // the values in use (tuned, or as configured)

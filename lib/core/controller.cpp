@@ -18,9 +18,6 @@ constexpr uint64_t kFlagNotBusy = 2;
 constexpr uint64_t kFlagNoShutdown = 4;
 constexpr uint64_t kFlagOnlyCached = 8;  // all pending work waits on cache slots
 constexpr uint64_t kFlagCpusFree = 16;   // this rank's CPUs are free for overlap
-// Rank 0's choice of the alternative chunk size; every other rank sets it, so the AND
-// is rank 0's.
-constexpr uint64_t kFlagChunkAlternative = 32;
 
 // Index of the lowest set bit of a non-zero word: the next slot in a bitmap scan.
 int lowest_bit(uint64_t x) { return __builtin_ctzll(x); }
@@ -155,7 +152,7 @@ bool Controller::has_cached_wait_before(double time) const {
 }
 
 void Controller::fill_bits(uint64_t* words, bool shutdown_requested, double stale_before,
-                           bool cpus_free, int chunk_arm) const {
+                           bool cpus_free) const {
   std::fill(words, words + words_, 0);
   std::fill(words + words_, words + 3 * words_, ~uint64_t{0});
   // Slots of sets this rank is not in are always "ready" here. Only slots outside the
@@ -203,7 +200,6 @@ void Controller::fill_bits(uint64_t* words, bool shutdown_requested, double stal
   if (!shutdown_requested) flags |= kFlagNoShutdown;
   if (only_cached) flags |= kFlagOnlyCached;
   if (cpus_free) flags |= kFlagCpusFree;
-  if (chunk_arm != 0) flags |= kFlagChunkAlternative;
   words[3 * words_] = flags;
 }
 
@@ -215,7 +211,6 @@ RoundFlags Controller::apply_bits(const uint64_t* words) {
   flags.shutdown = !(f & kFlagNoShutdown);
   flags.only_cached = (f & kFlagOnlyCached) != 0;
   flags.cpus_free = (f & kFlagCpusFree) != 0;
-  flags.chunk_alternative = (f & kFlagChunkAlternative) != 0;
   invalid_slots_.clear();
 
   // Word by word, in slot order (every rank must apply the same slots in the same

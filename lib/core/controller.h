@@ -37,8 +37,6 @@ struct RoundFlags {
   bool any_busy = false;           // some rank had work: the next round follows soon
   bool shutdown = false;           // some rank asked to shut down
   bool cpus_free = false;          // every rank's CPUs are free for overlap (core/burst_cap.h)
-  // Large in-place allreduces use the alternative chunk size (tune/chunk_chooser.h).
-  bool chunk_alternative = false;
   // Every rank's pending work is in the response cache: nothing can progress until
   // some rank enqueues more, and that rank rings the doorbells, so rounds can wait.
   bool only_cached = false;
@@ -65,10 +63,8 @@ class Controller {
   // name: the stall inspector then sees which ranks have not submitted it (the AND of
   // ready bits cannot say). Cheap for a healthy job: one announcement per long wait.
   // cpus_free: this rank's judgement for the burst cap (core/burst_cap.h).
-  // chunk_arm: on rank 0 the chunk size it proposes (tune/chunk_chooser.h: 0 the
-  // configured one, 1 the alternative); -1 on every other rank.
   void fill_bits(uint64_t* words, bool shutdown_requested, double stale_before,
-                 bool cpus_free = true, int chunk_arm = -1) const;
+                 bool cpus_free = true) const;
   // Whether some local request has waited on a cache slot since before the time.
   bool has_cached_wait_before(double time) const;
   // Reads the ANDed vector: queues cached responses that every rank is ready for and

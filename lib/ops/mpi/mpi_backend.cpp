@@ -17,7 +17,7 @@ Error mpi_error(int code, const char* what) {
 }
 
 int64_t MpiBackend::chunk_elements(hvd_dtype_t dtype) const {
-  int64_t n = allreduce_chunk_bytes_ / static_cast<int64_t>(dtype_size(dtype));
+  int64_t n = chunk_bytes_ / static_cast<int64_t>(dtype_size(dtype));
   return std::clamp<int64_t>(n, 1, INT_MAX / 2);
 }
 
@@ -44,29 +44,17 @@ Error MpiBackend::allreduce_on(MPI_Comm comm, const void* send, void* recv, int6
   return Error::success();
 }
 
-Error MpiBackend::timed_allreduce(const void* send, void* recv, int64_t count,
-                                  hvd_dtype_t dtype, hvd_reduce_op_t op, const Communicator& comm,
-                                  const Stage* finish) {
-  counters_->collectives.fetch_add(1, std::memory_order_relaxed);
-  const int64_t bytes = count * static_cast<int64_t>(dtype_size(dtype));
-  if (timed_min_bytes_ <= 0 || bytes < timed_min_bytes_)
-    return allreduce_on(comm.mpi, send, recv, count, dtype, op, &counters_->global_bytes, finish);
-  const double start = MPI_Wtime();
-  HVD_RETURN_IF_ERROR(
-      allreduce_on(comm.mpi, send, recv, count, dtype, op, &counters_->global_bytes, finish));
-  timed_calls_.push_back({allreduce_chunk_bytes_, bytes, MPI_Wtime() - start});
-  return Error::success();
-}
-
 Error MpiBackend::allreduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
                             hvd_reduce_op_t op, const Communicator& comm) {
-  return timed_allreduce(send, recv, count, dtype, op, comm, nullptr);
+  counters_->collectives.fetch_add(1, std::memory_order_relaxed);
+  return allreduce_on(comm.mpi, send, recv, count, dtype, op, &counters_->global_bytes);
 }
 
 Error MpiBackend::allreduce_then(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
                                  hvd_reduce_op_t op, const Communicator& comm,
                                  const Stage& finish) {
-  return timed_allreduce(send, recv, count, dtype, op, comm, &finish);
+  counters_->collectives.fetch_add(1, std::memory_order_relaxed);
+  return allreduce_on(comm.mpi, send, recv, count, dtype, op, &counters_->global_bytes, &finish);
 }
 
 int64_t MpiBackend::staging_count(int64_t count, hvd_dtype_t dtype) const {

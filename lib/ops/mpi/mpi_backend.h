@@ -17,19 +17,6 @@ class MpiBackend : public Backend {
       : chunk_bytes_(chunk_bytes), counters_(counters) {}
   const char* name() const override { return "mpi"; }
   void set_piece_bytes(int64_t bytes) { piece_bytes_ = bytes; }
-  // The chunk size of allreduce() and allreduce_then() from now on (broadcasts keep
-  // the one given at construction). Every rank must set the same before the same call.
-  void set_allreduce_chunk_bytes(int64_t bytes) { allreduce_chunk_bytes_ = bytes; }
-  int64_t allreduce_chunk_bytes() const { return allreduce_chunk_bytes_; }
-  // allreduce() and allreduce_then() on buffers of at least min_bytes (0: none) are
-  // timed and kept in timed_calls() until the caller clears it (tune/chunk_chooser.h).
-  struct TimedCall {
-    int64_t chunk_bytes;
-    int64_t bytes;
-    double seconds;
-  };
-  void time_calls_from(int64_t min_bytes) { timed_min_bytes_ = min_bytes; }
-  std::vector<TimedCall>& timed_calls() { return timed_calls_; }
   Error allreduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
                   hvd_reduce_op_t op, const Communicator& comm) override;
   // Each chunk finished after its MPI call: the calls are those allreduce() makes.
@@ -68,12 +55,7 @@ class MpiBackend : public Backend {
 
  private:
   int64_t chunk_elements(hvd_dtype_t dtype) const;
-  Error timed_allreduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
-                        hvd_reduce_op_t op, const Communicator& comm, const Stage* finish);
   int64_t chunk_bytes_;
-  int64_t allreduce_chunk_bytes_ = chunk_bytes_;
-  int64_t timed_min_bytes_ = 0;
-  std::vector<TimedCall> timed_calls_;
   int64_t piece_bytes_ = 512 << 10;
   TrafficCounters* counters_;
   AdasumVhdd adasum_;
