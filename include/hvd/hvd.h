@@ -391,8 +391,36 @@ HVD_API int64_t hvd_reducescatter_rows(int64_t dim0, int set_rank, int set_size)
 HVD_API hvd_status_t hvd_refuse(const char* op, const char* name, int ntensors,
                                 const hvd_op_options_t* options, const char* reason);
 
-/* Releases memory that libhvd allocated for an output. NULL is ignored. */
+/* Releases memory that libhvd allocated (an output, hvd_alloc_host). NULL is ignored. */
 HVD_API void hvd_free(void* ptr);
+
+/* ---------------------------------------------------------------------------------
+ * Host memory laid out for the transfers
+ *
+ * MPI moves a large message between ranks of one machine by copying it out of the
+ * other process (the kernel looks up and pins each of its pages): from memory in
+ * 2 MiB pages that runs 20-30% faster than from 4 KiB pages. Linux gives huge pages
+ * only where asked when its transparent huge pages are in "madvise" mode (the default
+ * of Debian and Ubuntu). libhvd's own buffers and outputs ask; so can a caller's
+ * large tensors (a flat gradient buffer), through these. Over a network the pages
+ * change nothing measurable. Both are thread-safe and need no hvd_init.
+ * ------------------------------------------------------------------------------ */
+
+/* *ptr = nbytes of uninitialized host memory, released with hvd_free. From 1 MiB up
+ * it is aligned to 2 MiB, rounded up to whole 2 MiB pages and backed by huge pages
+ * where the system allows; smaller sizes come from malloc. nbytes 0 gives a valid
+ * pointer. ptr NULL: HVD_ERR_INVALID_ARGUMENT; out of memory: HVD_ERR_NO_MEMORY with
+ * *ptr NULL. */
+HVD_API hvd_status_t hvd_alloc_host(size_t nbytes, void** ptr);
+
+/* Asks for huge pages for memory the caller allocated: the whole 2 MiB pages inside
+ * [ptr, ptr + nbytes) (the edges are left alone). Advice only: the data stays as it
+ * is, and it applies to pages first touched after the call, so allocate, advise, then
+ * fill (pages already touched may be merged later by the kernel). *advised (advised
+ * may be NULL) gets the bytes covered: 0 where the range holds no whole huge page or
+ * the system offers none, which is not an error. ptr NULL with nbytes > 0:
+ * HVD_ERR_INVALID_ARGUMENT. */
+HVD_API hvd_status_t hvd_advise_host(void* ptr, size_t nbytes, size_t* advised);
 
 /* ---------------------------------------------------------------------------------
  * Handles

@@ -1,5 +1,4 @@
 // Exported: the collectives, handles and synchronization.
-#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -271,7 +270,5 @@ HVD_API int64_t hvd_reducescatter_rows(int64_t dim0, int set_rank, int set_size)
   if (dim0 < 0 || set_size <= 0 || set_rank < 0 || set_rank >= set_size) return -1;
   return dim0 / set_size + (set_rank < dim0 % set_size ? 1 : 0);
 }
-
-HVD_API void hvd_free(void* ptr) { std::free(ptr); }
 
 }  // extern "C"

@@ -61,15 +61,12 @@ std::vector<int64_t> displacements(const std::vector<int64_t>& counts) {
 }
 
 void* Executor::scratch(size_t bytes, bool zero) {
-  if (scratch_.size() < bytes) scratch_.resize(bytes);
-  if (zero) std::memset(scratch_.data(), 0, bytes);
-  return scratch_.data();
+  unsigned char* data = scratch_.reserve(bytes);
+  if (zero) std::memset(data, 0, bytes);
+  return data;
 }
 
-std::vector<unsigned char>& Executor::fusion_buffer(size_t bytes) {
-  if (fusion_buffer_.size() < bytes) fusion_buffer_.resize(bytes);
-  return fusion_buffer_;
-}
+unsigned char* Executor::fusion_buffer(size_t bytes) { return fusion_buffer_.reserve(bytes); }
 
 void Executor::run(const Batch& batch, const std::vector<Response>& responses,
                    Controller& controller) {
@@ -267,7 +264,7 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
   // Hierarchical reductions take the operand whole (their cross-node step pays per
   // call).
   if (hierarchical_allreduce(set)) {
-    buffer = fusion_buffer(static_cast<size_t>(batch.bytes)).data();
+    buffer = fusion_buffer(static_cast<size_t>(batch.bytes));
     activity_start("MEMCPY_IN_FUSION_BUFFER");
     copy_in(0, total);
     activity_end();
@@ -296,7 +293,7 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
   // piece by piece below.
   if (tracing_ && batch.fused) {
     const int64_t padded = cut.pad_last ? (total + piece - 1) / piece * piece : total;
-    buffer = fusion_buffer(static_cast<size_t>(padded) * esize).data();
+    buffer = fusion_buffer(static_cast<size_t>(padded) * esize);
     activity_start("MEMCPY_IN_FUSION_BUFFER");
     copy_in(0, total);
     std::memset(buffer + total * static_cast<int64_t>(esize), 0, static_cast<size_t>(padded - total) * esize);
@@ -313,7 +310,7 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
     activity_end();
     return Error::success();
   }
-  buffer = fusion_buffer(static_cast<size_t>(piece) * esize).data();
+  buffer = fusion_buffer(static_cast<size_t>(piece) * esize);
 
   // A piece that lies whole in one run of in-place tensors back to back in memory (a
   // framework's flat gradient buffer) is reduced where it is: no copy in or out, only

@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "base/host_memory.h"
 #include "core/controller.h"
 #include "core/fusion_planner.h"
 #include "core/params.h"
@@ -126,7 +127,8 @@ class Executor {
   // Allgatherv over the set, flat or hierarchical.
   Error gather(const void* send, void* recv, const std::vector<int64_t>& counts,
                const std::vector<int64_t>& displs, hvd_dtype_t dtype, const ProcessSet& set);
-  std::vector<unsigned char>& fusion_buffer(size_t bytes);
+  // At least `bytes` of the fusion buffer (what it held is not kept when it grows).
+  unsigned char* fusion_buffer(size_t bytes);
 
   Backend* host_;
   ProcessSetTable* sets_;
@@ -142,7 +144,7 @@ class Executor {
   std::vector<std::string> batch_keys_;  // the running batch's timeline rows
   bool tracing_ = false;                 // the timeline records this batch
   std::string device_error_ = "this rank has no usable GPU";
-  std::vector<unsigned char> fusion_buffer_;
+  HostBuffer fusion_buffer_;  // in huge pages: MPI moves it between ranks
   std::vector<int64_t> counts_;  // elements of each tensor of the fused batch being run
   // For each tensor of that batch: the first tensor of the run of in-place tensors,
   // back to back in memory, that it belongs to; -1 when it is in none.
@@ -154,7 +156,7 @@ class Executor {
   // then ready there; nullptr elsewhere.
   unsigned char* locate_in_place(const std::vector<Request*>& locals, const TensorSpec& spec,
                                  int64_t offset, int64_t n);
-  std::vector<unsigned char> scratch_;
+  HostBuffer scratch_;
   std::function<bool(int32_t, int64_t)> fused_ring_;
   FusedIndex index_;                        // the fused batch's tensors, for ranges in any order
   std::vector<unsigned char> ring_scaled_;  // a prescaled part, for accumulate

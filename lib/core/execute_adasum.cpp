@@ -29,7 +29,7 @@ Error Executor::allreduce_adasum(const Batch& batch, const std::vector<Response>
     if (locals[0]->send != locals[0]->recv || spec.prescale != 1.0)
       timed_copy([&] { copy_scaled(buffer, locals[0]->send, total, spec.dtype, spec.prescale); });
   } else {
-    buffer = fusion_buffer(static_cast<size_t>(total) * esize).data();
+    buffer = fusion_buffer(static_cast<size_t>(total) * esize);
     activity_start("MEMCPY_IN_FUSION_BUFFER");
     FusedCursor in(counts_);
     fill_fused(in, locals, spec, buffer, 0, total);

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/dtype.h"
+#include "base/host_memory.h"
 #include "core/execute.h"
 #include "fusion/scale.h"
 
@@ -22,7 +23,7 @@ int64_t sum(const std::vector<int64_t>& v) {
 
 Error allocate_output(const Request& request, size_t bytes, void** out) {
   *out = request.allocator ? request.allocator(bytes, request.spec.device, request.allocator_data)
-                           : std::malloc(bytes ? bytes : 1);
+                           : alloc_host(bytes);  // hvd_free releases it
   if (!*out && (bytes || !request.allocator))
     return make_error(HVD_ERR_NO_MEMORY, "tensor '%s': could not allocate %zu bytes for the output%s",
                       request.name.c_str(), bytes,
@@ -68,7 +69,7 @@ Error Executor::allgather(const Batch& batch, const std::vector<Response>& respo
     // Alone: gather straight into the output, no copies.
     err = gather(locals[0]->send, outputs[0], block, displs, dtype, set);
   } else {
-    unsigned char* buffer = fusion_buffer(static_cast<size_t>(total) * esize).data();
+    unsigned char* buffer = fusion_buffer(static_cast<size_t>(total) * esize);
     size_t offset = static_cast<size_t>(displs[me]) * esize;
     activity_start("MEMCPY_IN_FUSION_BUFFER");
     for (size_t k = 0; k < n; ++k) {
@@ -211,7 +212,7 @@ Error Executor::reducescatter_fused(const Batch& batch, const std::vector<Respon
     counts[k] = reducescatter_counts(responses[batch.items[k]].spec, size);
     for (int q = 0; q < size; ++q) block[q] += counts[k][q];
   }
-  unsigned char* buffer = fusion_buffer(static_cast<size_t>(batch.bytes)).data();
+  unsigned char* buffer = fusion_buffer(static_cast<size_t>(batch.bytes));
   unsigned char* mine = static_cast<unsigned char*>(scratch(static_cast<size_t>(block[me]) * esize, false));
 
   activity_start("MEMCPY_IN_FUSION_BUFFER");

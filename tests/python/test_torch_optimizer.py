@@ -403,6 +403,36 @@ def test_bucket_views_are_one_buffer_and_stay_across_zero_grad():
     assert_same_on_every_rank(params_of(model), "opt.same.bucket.views")
 
 
+@pytest.mark.parametrize("numel,dtype", [(10, torch.float32), (300_000, torch.float32),
+                                         (700_000, torch.float16), (1_000_003, torch.float64)])
+def test_zeros_in_huge_pages(numel, dtype):
+    from hvd.torch.host_memory import zeros_in_huge_pages
+    flat = zeros_in_huge_pages(numel, dtype)
+    assert flat.shape == (numel,) and flat.dtype == dtype and flat.is_contiguous()
+    assert not flat.any()
+    if numel * flat.element_size() >= 1 << 20:  # from 1 MiB up: on a huge page boundary
+        assert flat.data_ptr() % (2 << 20) == 0
+    flat += 1  # writable to its last element
+    assert float(flat[-1]) == 1
+
+
+def test_large_bucket_views_start_on_a_huge_page():
+    # A CPU gradient buffer of 1 MiB or more starts on a 2 MiB boundary, advised for huge
+    # pages (MPI copies them between a machine's ranks faster), and reduces as any other.
+    torch.manual_seed(1234)
+    model = torch.nn.Linear(1024, 512)  # 2 MiB of float32 weights
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   model.named_parameters(), gradient_as_bucket_view=True)
+    if hvd.size() == 1:
+        pytest.skip("a one-rank job registers no hooks and needs no buffers")
+    model(torch.full((2, 1024), float(hvd.rank() + 1))).sum().backward()
+    opt.synchronize()
+    assert min(p.grad.data_ptr() for p in model.parameters()) % (2 << 20) == 0
+    # d(sum)/dW = the batch's column sums, 2 (rank + 1); averaged over the ranks: size + 1.
+    assert torch.equal(model.weight.grad, torch.full_like(model.weight.grad, hvd.size() + 1.0))
+    assert torch.equal(model.bias.grad, torch.full_like(model.bias.grad, 2.0))
+
+
 # Bucket views reduce a bucket of gradients at a time (bucket_cap_mb). A cap below one
 # parameter's size makes one bucket per parameter; 1e-4 MB (104 bytes) puts the test
 # model's 4 x 5 weight in a bucket of its own and the small ones together.

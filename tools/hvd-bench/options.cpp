@@ -102,6 +102,9 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   app.add_flag("--contiguous", o->contiguous,
                "lay the step's tensors out back to back in one allocation (a flat gradient "
                "buffer), which libhvd reduces where they are");
+  app.add_flag("--huge-pages", o->huge_pages,
+               "take the workload's buffers (tensors, packed and staging buffers of the "
+               "references alike) from hvd_alloc_host: from 1 MiB up, 2 MiB pages");
   app.add_flag("--json", o->json, "one JSON object per measured case on rank 0's stdout");
   app.add_option("--idle", o->idle_seconds,
                  "idle mode: initialize, sleep this many seconds, report CPU use and traffic")

@@ -1,6 +1,11 @@
 #include "tensor_set.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include <hvd/hvd.h>
 
 namespace hvdbench {
 
@@ -9,16 +14,31 @@ namespace {
 constexpr int kPeriod = 8;
 }  // namespace
 
+void TensorSet::Release::operator()(float* p) const { hvd_free(p); }
+
+// hvd_free releases memory from either allocator (both are malloc's).
+TensorSet::Floats TensorSet::allocate(int64_t elements) const {
+  const size_t bytes = static_cast<size_t>(elements) * sizeof(float);
+  void* memory = nullptr;
+  if (huge_pages_) {
+    if (hvd_alloc_host(bytes, &memory) != HVD_SUCCESS) throw std::bad_alloc();
+  } else if (!(memory = std::malloc(bytes ? bytes : 1))) {
+    throw std::bad_alloc();
+  }
+  return Floats(static_cast<float*>(memory));
+}
+
 TensorSet::TensorSet(const std::vector<int64_t>& counts, int rank, int size, bool with_packed,
-                     bool contiguous)
-    : counts_(counts), contiguous_(contiguous && !counts.empty()), rank_(rank) {
+                     bool contiguous, bool huge_pages)
+    : counts_(counts), contiguous_(contiguous && !counts.empty()), huge_pages_(huge_pages),
+      rank_(rank) {
   for (int64_t c : counts) total_ += c;
   if (contiguous_) {
     // In the order the step submits them (the last tensor first, as a backward pass
     // produces gradients), so that a fused batch finds them back to back.
-    storage_.emplace_back(static_cast<size_t>(total_));
+    storage_.push_back(allocate(total_));
     data_.resize(counts.size());
-    float* at = storage_.back().data();
+    float* at = storage_.back().get();
     for (size_t t = counts.size(); t-- > 0;) {
       data_[t] = at;
       at += counts[t];
@@ -26,11 +46,14 @@ TensorSet::TensorSet(const std::vector<int64_t>& counts, int rank, int size, boo
   } else {
     storage_.reserve(counts.size());
     for (int64_t c : counts) {
-      storage_.emplace_back(static_cast<size_t>(c));
-      data_.push_back(storage_.back().data());
+      storage_.push_back(allocate(c));
+      data_.push_back(storage_.back().get());
     }
   }
-  if (with_packed) packed_.resize(static_cast<size_t>(total_));
+  if (with_packed) packed_ = allocate(total_);
+  // Every page in place before the first repetition, as the vectors' zeros were.
+  fill_tensors();
+  if (packed_) std::memset(packed_.get(), 0, static_cast<size_t>(total_) * sizeof(float));
   for (int p = 0; p < kPeriod; ++p) {
     double sum = 0;
     for (int r = 0; r < size; ++r) sum += input(r, 0, p);
@@ -53,7 +76,7 @@ void TensorSet::fill_tensors() {
 
 void TensorSet::fill_packed() {
   if (contiguous_) return fill_tensors();  // packed() is the tensors' own allocation
-  float* out = packed_.data();
+  float* out = packed_.get();
   for (size_t t = 0; t < data_.size(); ++t) {
     int64_t n = elements(t);
     for (int64_t i = 0; i < n; ++i) *out++ = input(rank_, t, i);
@@ -79,7 +102,7 @@ int64_t TensorSet::wrong_in_tensors(double factor) const {
 int64_t TensorSet::wrong_in_packed(double factor) const {
   if (contiguous_) return wrong_in_tensors(factor);
   int64_t wrong = 0;
-  const float* data = packed_.data();
+  const float* data = packed_.get();
   for (size_t t = 0; t < data_.size(); ++t) {
     wrong += wrong_in(data, t, factor);
     data += elements(t);

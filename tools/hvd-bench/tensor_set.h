@@ -9,14 +9,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace hvdbench {
 
 class TensorSet {
  public:
+  // huge_pages: every buffer from hvd_alloc_host (2 MiB pages from 1 MiB up), else
+  // from malloc, as a framework's allocator would.
   TensorSet(const std::vector<int64_t>& counts, int rank, int size, bool with_packed,
-            bool contiguous);
+            bool contiguous, bool huge_pages);
 
   size_t count() const { return data_.size(); }
   int64_t elements(size_t t) const { return counts_[t]; }
@@ -27,10 +30,10 @@ class TensorSet {
   // own allocation when they are contiguous (the limit then reduces the very memory
   // libhvd does: measured, a buffer of its own ran up to 15% faster over shared
   // memory than the same calls on the tensors' buffer), else a buffer of its own.
-  float* packed() { return contiguous_ ? data_.back() : packed_.data(); }
+  float* packed() { return contiguous_ ? data_.back() : packed_.get(); }
   // A buffer of its own, the copy target of the references that copy (fused copies,
   // hybrid).
-  float* staging() { return packed_.data(); }
+  float* staging() { return packed_.get(); }
 
   // Restore this rank's inputs.
   void fill_tensors();
@@ -46,11 +49,18 @@ class TensorSet {
   double expected(size_t t, int64_t i) const;
   int64_t wrong_in(const float* data, size_t t, double factor) const;
 
-  std::vector<std::vector<float>> storage_;  // one per tensor, or one for all
-  std::vector<float*> data_;                 // each tensor's elements
+  struct Release {
+    void operator()(float* p) const;
+  };
+  using Floats = std::unique_ptr<float[], Release>;
+  Floats allocate(int64_t elements) const;
+
+  std::vector<Floats> storage_;  // one per tensor, or one for all
+  std::vector<float*> data_;     // each tensor's elements
   std::vector<int64_t> counts_;
-  std::vector<float> packed_;
+  Floats packed_;
   bool contiguous_ = false;
+  bool huge_pages_ = false;
   int64_t total_ = 0;
   int rank_;
   double sums_[8];  // the sum over ranks of each of the 8 input patterns

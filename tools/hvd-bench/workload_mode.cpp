@@ -146,6 +146,7 @@ void print_json(const Options& o, const TensorSet& set, int size, const Layout& 
       .add("nodes", layout.nodes)
       .add("hierarchical", layout.hierarchical_allreduce)
       .add("contiguous", o.contiguous)
+      .add("huge_pages", o.huge_pages)
       .add("tensors", static_cast<long long>(set.count()))
       .add("bytes", static_cast<long long>(set.total_bytes()))
       .add("hvd_ms", hvd.ms);
@@ -183,7 +184,7 @@ void print_json(const Options& o, const TensorSet& set, int size, const Layout& 
 
 int run_workload_mode(const Options& o) {
   const int rank = world_rank(), size = world_size();
-  TensorSet set(o.tensor_counts, rank, size, o.baseline, o.contiguous);
+  TensorSet set(o.tensor_counts, rank, size, o.baseline, o.contiguous, o.huge_pages);
   const int inner = steps_per_repetition(o, set.total_bytes(), size);
   const double factor = std::pow(static_cast<double>(size), inner - 1);
 

@@ -152,6 +152,8 @@ _SIGNATURES = {
                                                    _p_handle]),
     "hvd_reducescatter_rows": (c_int64, [c_int64, c_int, c_int]),
     "hvd_free": (None, [c_void_p]),
+    "hvd_alloc_host": (status_t, [c_size_t, _p_voidp]),
+    "hvd_advise_host": (status_t, [c_void_p, c_size_t, POINTER(c_size_t)]),
     "hvd_refuse": (status_t, [c_char_p, c_char_p, c_int, _p_opts, c_char_p]),
     # handles
     "hvd_poll": (status_t, [handle_t, _p_int]),
