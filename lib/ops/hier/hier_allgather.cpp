@@ -54,9 +54,10 @@ Error HierarchicalAllgather::allgatherv(const void* send, void* recv,
   // send may lie inside recv, which the broadcast overwrites: keep a copy.
   own.assign(src, src + my_bytes);
   const bool leader = layout_.local_rank == 0;
-  if (leader) node_buf_.resize(static_cast<size_t>(node_bytes) + 1);
+  char* node_buf =
+      leader ? reinterpret_cast<char*>(node_buf_.reserve(static_cast<size_t>(node_bytes) + 1)) : nullptr;
   int rc = MPI_Gatherv(own.data(), static_cast<int>(my_bytes), bytes_type,
-                       leader ? node_buf_.data() : nullptr, local_counts.data(), local_displs.data(),
+                       node_buf, local_counts.data(), local_displs.data(),
                        bytes_type, 0, layout_.local);
   if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Gatherv (hierarchical allgather, local)");
   counters_->local_bytes.fetch_add(static_cast<uint64_t>(my_bytes), std::memory_order_relaxed);
@@ -74,8 +75,8 @@ Error HierarchicalAllgather::allgatherv(const void* send, void* recv,
       node_displs[n] = static_cast<int>(at);
       at += b;
     }
-    all_buf_.resize(static_cast<size_t>(at) + 1);
-    rc = MPI_Allgatherv(node_buf_.data(), static_cast<int>(node_bytes), bytes_type, all_buf_.data(),
+    char* all_buf = reinterpret_cast<char*>(all_buf_.reserve(static_cast<size_t>(at) + 1));
+    rc = MPI_Allgatherv(node_buf, static_cast<int>(node_bytes), bytes_type, all_buf,
                         node_counts.data(), node_displs.data(), bytes_type, layout_.cross);
     if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Allgatherv (hierarchical allgather, cross)");
     counters_->cross_bytes.fetch_add(static_cast<uint64_t>(node_bytes) * (nodes - 1),
@@ -85,7 +86,7 @@ Error HierarchicalAllgather::allgatherv(const void* send, void* recv,
       int64_t in = node_displs[n];
       for (int w : members_[n]) {
         const int64_t b = counts[w] * static_cast<int64_t>(esize);
-        if (b) std::memcpy(static_cast<char*>(recv) + displs[w] * esize, all_buf_.data() + in, b);
+        if (b) std::memcpy(static_cast<char*>(recv) + displs[w] * esize, all_buf + in, b);
         in += b;
       }
     }

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "base/host_memory.h"
 #include "ops/hier/hier_allreduce.h"
 
 namespace hvd {
@@ -34,7 +35,7 @@ class HierarchicalAllgather {
   std::vector<std::vector<int>> members_;  // node -> world ranks by local rank
   int my_node_ = 0;
   TrafficCounters* counters_;
-  std::vector<char> node_buf_, all_buf_;
+  HostBuffer node_buf_, all_buf_;  // in huge pages: MPI moves them between ranks
 };
 
 }  // namespace hvd
