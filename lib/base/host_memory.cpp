@@ -18,6 +18,9 @@ uintptr_t round_up(uintptr_t at) { return round_down(at + kHugePageBytes - 1); }
 // Below half a huge page a whole one would more than double the memory.
 constexpr size_t kHugeFrom = kHugePageBytes / 2;
 
+// What alloc_host allocates for `bytes`: whole huge pages from kHugeFrom up.
+size_t allocated_bytes(size_t bytes) { return bytes < kHugeFrom ? bytes : round_up(bytes); }
+
 }  // namespace
 
 size_t advise_huge_pages(void* ptr, size_t bytes) {
@@ -39,7 +42,7 @@ size_t advise_huge_pages(void* ptr, size_t bytes) {
 void* alloc_host(size_t bytes) {
   if (bytes < kHugeFrom) return std::malloc(bytes ? bytes : 1);
   if (bytes > SIZE_MAX - kHugePageBytes) return nullptr;
-  const size_t rounded = round_up(bytes);
+  const size_t rounded = allocated_bytes(bytes);
   void* memory = std::aligned_alloc(kHugePageBytes, rounded);
   if (memory) advise_huge_pages(memory, rounded);
   return memory;
@@ -54,7 +57,7 @@ void HostBuffer::grow(size_t bytes) {
   void* memory = alloc_host(bytes);
   if (!memory) throw std::bad_alloc();
   data_ = static_cast<unsigned char*>(memory);
-  capacity_ = bytes < kHugeFrom ? bytes : static_cast<size_t>(round_up(bytes));
+  capacity_ = allocated_bytes(bytes);
 }
 
 }  // namespace hvd
