@@ -58,6 +58,12 @@ def check_step(line, baseline, latency):
         fail("more ring allreduces than collectives per step: %r" % line)
     if line["collectives_per_step"] + line["speculative_per_step"] <= 0:
         fail("a libhvd step with neither a collective nor an allreduce within its round: %r" % line)
+    # The cores' distance: measured when rank 0 shares its node with another rank (the
+    # tests' ranks all do), a round trip in ns, or -2 where the two ranks share a core.
+    for key in ("core_round_trip_ns_start", "core_round_trip_ns_end"):
+        value = line.get(key)
+        if not isinstance(value, (int, float)) or not (value > 0 or value == -2):
+            fail("%s should be a round trip in ns (> 0) or -2: %r" % (key, value))
     references = ("limit_ms", "limit_strategy", "per_tensor_ms", "vs_limit", "vs_per_tensor")
     for key in references:
         if (key in line) != baseline:

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "comm.h"
+#include "core_round_trip.h"
 #include "json.h"
 #include "stats.h"
 #include "strategies.h"
@@ -59,6 +60,19 @@ void fill(const StrategyCase& c, TensorSet& set) {
   else set.fill_tensors();
 }
 
+// The cores' distance (core_round_trip.h) when the run started and when it ended.
+struct CoreDistance {
+  double start_ns = kNoPeerOnNode;
+  double end_ns = kNoPeerOnNode;
+};
+
+std::string describe_round_trip(double ns) {
+  if (ns == kGaveUp) return "none within 0.5 s (a core shared with another process)";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.0f ns", ns);
+  return text;
+}
+
 int64_t wrong(const StrategyCase& c, const TensorSet& set, double factor) {
   return c.uses_packed() ? set.wrong_in_packed(factor) : set.wrong_in_tensors(factor);
 }
@@ -66,7 +80,7 @@ int64_t wrong(const StrategyCase& c, const TensorSet& set, double factor) {
 void print_table(const Options& o, const TensorSet& set, int size, const Layout& layout,
                  int inner, const std::vector<Measured>& results, const Measured* limit,
                  const Measured* back_to_back, const Measured* limit_back_to_back,
-                 const StepCounts& counts) {
+                 const StepCounts& counts, const CoreDistance& cores) {
   const Measured& hvd = results.front();
   std::string what = o.mode == Mode::Workload
                          ? "workload " + o.workload_path
@@ -102,6 +116,11 @@ void print_table(const Options& o, const TensorSet& set, int size, const Layout&
   if (getloadavg(load, 1) == 1)
     std::printf("# load average (1 min) at the end: %.2f (other processes share the cores)\n",
                 load[0]);
+  if (cores.start_ns != kNoPeerOnNode)
+    std::printf("# a cache line's round trip between the cores of ranks 0 and 1: %s at the "
+                "start, %s at the end (tens of ns: a shared cache; hundreds: none)\n",
+                describe_round_trip(cores.start_ns).c_str(),
+                describe_round_trip(cores.end_ns).c_str());
   if (limit) {
     const Measured& per_tensor = results[1];
     std::printf("# limit: %s %.4f ms; libhvd vs limit %.3f, vs per-tensor MPI %.3f "
@@ -136,7 +155,7 @@ void print_table(const Options& o, const TensorSet& set, int size, const Layout&
 void print_json(const Options& o, const TensorSet& set, int size, const Layout& layout,
                 const std::vector<Measured>& results, const Measured* limit,
                 const Measured* back_to_back, const Measured* limit_back_to_back,
-                const StepCounts& counts) {
+                const StepCounts& counts, const CoreDistance& cores) {
   const Measured& hvd = results.front();
   JsonLine line;
   line.add("mode", o.mode == Mode::Workload ? "workload" : "tensors");
@@ -176,6 +195,9 @@ void print_json(const Options& o, const TensorSet& set, int size, const Layout& 
       .add("collectives_per_step", counts.per_step(counts.collectives))
       .add("speculative_per_step", counts.per_step(counts.speculative))
       .add("ring_per_step", counts.per_step(counts.ring));
+  // Negative: not measured (core_round_trip.h).
+  if (cores.start_ns != kNoPeerOnNode)
+    line.add("core_round_trip_ns_start", cores.start_ns).add("core_round_trip_ns_end", cores.end_ns);
   line.add("wrong", static_cast<long long>(hvd.wrong));
   std::printf("%s\n", line.str().c_str());
 }
@@ -193,6 +215,8 @@ int run_workload_mode(const Options& o) {
     results.push_back(Measured{c, {}, 0, {}});
   LibhvdStep libhvd(set.count());
   const Layout layout = job_layout();
+  CoreDistance cores;
+  cores.start_ns = core_round_trip_ns();
 
   // `inner` steps of a strategy on filled tensors: seconds per step.
   auto timed_steps = [&](const StrategyCase& c) {
@@ -258,12 +282,14 @@ int run_workload_mode(const Options& o) {
   };
   if (o.baseline) run_back_to_back(back_to_back);
   if (o.baseline && limit) run_back_to_back(limit_back_to_back);
+  cores.end_ns = core_round_trip_ns();
 
   if (rank == 0) {
     const Measured* b2b = o.baseline ? &back_to_back : nullptr;
     const Measured* limit_b2b = o.baseline && limit ? &limit_back_to_back : nullptr;
-    if (o.json) print_json(o, set, size, layout, results, limit, b2b, limit_b2b, counts);
-    else print_table(o, set, size, layout, inner, results, limit, b2b, limit_b2b, counts);
+    if (o.json) print_json(o, set, size, layout, results, limit, b2b, limit_b2b, counts, cores);
+    else print_table(o, set, size, layout, inner, results, limit, b2b, limit_b2b, counts,
+                     cores);
     std::fflush(stdout);
     if (total_wrong)
       std::fprintf(stderr, "hvd-bench: %lld wrong elements (see #wrong)\n",
