@@ -496,7 +496,12 @@ typedef struct hvd_counters {
                                  (HVD_SPECULATIVE_BYTES), not counted in collectives */
   uint64_t ring_allreduces;   /* of the collectives: fused host allreduces reduced by
                                  libhvd's own ring (HVD_FUSED_RING) */
-  uint64_t reserved[6];
+  uint64_t core_round_trip_ns;/* on a node's local rank 0: the last round trip of a cache
+                                 line between the cores of local ranks 0 and 1
+                                 (HVD_FAR_CORES), 0 until one is measured */
+  uint64_t far_cores;         /* 1 while large allreduces go in calls for cores that
+                                 share no cache (HVD_FAR_CORES), alike on every rank */
+  uint64_t reserved[4];
 } hvd_counters_t;
 HVD_API hvd_status_t hvd_get_counters(hvd_counters_t* counters);
 

@@ -173,6 +173,8 @@ HVD_API hvd_status_t hvd_get_counters(hvd_counters_t* counters) {
     counters->negotiation_rounds = rt->rounds.load();
     counters->speculative = rt->speculated.load();
     counters->ring_allreduces = rt->counters.ring_allreduces.load();
+    counters->core_round_trip_ns = rt->counters.core_round_trip_ns.load();
+    counters->far_cores = rt->counters.far_cores.load();
     return HVD_SUCCESS;
   })
 }

@@ -39,6 +39,7 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
                   &runtime.sets),
       speculation_(runtime.speculative_bytes),
       host_(runtime.params.allreduce_chunk_bytes, &runtime.counters),
+      far_cores_(runtime),
       executor_(&host_, &runtime.sets, &runtime.counters,
                 [this](std::span<Request* const> r, const Error& e) { complete_batch(r, e); },
                 [this](const Response& r, Request* local) { return administer(r, local); }),
@@ -446,7 +447,7 @@ Error BackgroundLoop::run_round(bool* shutdown) {
   bits_result_.resize(vector_words);
   controller_.fill_bits(bits_.data(), rt_.shutdown_requested.load(),
                         stall_probe_s_ > 0 ? now_seconds() - stall_probe_s_ : -1.0,
-                        burst_cap_.free_here());
+                        burst_cap_.free_here(), far_cores_.near_here());
   const int64_t negotiation_start = step_stats_ ? monotonic_ns() : 0;
   MPI_Request request = MPI_REQUEST_NULL;
   int rc;
@@ -472,6 +473,8 @@ Error BackgroundLoop::run_round(bool* shutdown) {
   if (!err.ok()) return err;
   rt_.rounds.fetch_add(1, std::memory_order_relaxed);
   RoundFlags flags = controller_.apply_bits(bits_result_.data());
+  host_.set_allreduce_chunk_bytes(far_cores_.chunk_bytes(flags.near_cores));
+  far_cores_.after_round(rt_.rounds.load(std::memory_order_relaxed));
   if (burst_cap_.agree(flags.cpus_free))
     HVD_LOG(Debug, "the burst wait's cap is now %g ms: %s", burst_cap_.cap_ms(cycle_time_ms_),
             flags.cpus_free ? "every rank's CPUs are free for a round to overlap the pushes"

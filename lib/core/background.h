@@ -23,6 +23,7 @@
 #include "core/burst_cap.h"
 #include "core/controller.h"
 #include "core/execute.h"
+#include "core/far_cores.h"
 #include "core/fusion_planner.h"
 #include "core/op_watchdog.h"
 #include "core/speculation.h"
@@ -92,6 +93,7 @@ class BackgroundLoop {
   Controller controller_;
   Speculation speculation_;
   MpiBackend host_;
+  FarCores far_cores_;  // host_'s chunk size for the ranks' cores; set each round
   Executor executor_;
   HierarchicalAllreduce hier_;
   HierarchicalAllgather hier_ag_;

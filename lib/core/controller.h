@@ -37,6 +37,7 @@ struct RoundFlags {
   bool any_busy = false;           // some rank had work: the next round follows soon
   bool shutdown = false;           // some rank asked to shut down
   bool cpus_free = false;          // every rank's CPUs are free for overlap (core/burst_cap.h)
+  bool near_cores = false;         // no node's ranks on far cores (core/far_cores.h)
   // Every rank's pending work is in the response cache: nothing can progress until
   // some rank enqueues more, and that rank rings the doorbells, so rounds can wait.
   bool only_cached = false;
@@ -62,9 +63,10 @@ class Controller {
   // time marks the slot invalid, so every rank drops it and announces the tensor by
   // name: the stall inspector then sees which ranks have not submitted it (the AND of
   // ready bits cannot say). Cheap for a healthy job: one announcement per long wait.
-  // cpus_free: this rank's judgement for the burst cap (core/burst_cap.h).
+  // cpus_free: this rank's judgement for the burst cap (core/burst_cap.h); near_cores:
+  // its word on where its node's ranks sit (core/far_cores.h).
   void fill_bits(uint64_t* words, bool shutdown_requested, double stale_before,
-                 bool cpus_free = true) const;
+                 bool cpus_free = true, bool near_cores = true) const;
   // Whether some local request has waited on a cache slot since before the time.
   bool has_cached_wait_before(double time) const;
   // Reads the ANDed vector: queues cached responses that every rank is ready for and

@@ -181,6 +181,16 @@ const std::vector<ParamDef>& defs() {
           "counted per machine (several MPI nodes on one machine share its CPUs); "
           "always: every fused batch. Never where the hierarchical allreduce reduces "
           "the set)"),
+      P_AUTO_CHOICE(
+          "HVD_FAR_CORES", far_cores,
+          "Large allreduces go in 16 MiB calls (HVD_ALLREDUCE_CHUNK_BYTES below that) "
+          "while the ranks of a node sit on cores that share no cache, where the data "
+          "of a smaller call comes across slower than a larger call's streams from "
+          "memory: auto|never|always (auto: local ranks 0 and 1 of each node time a "
+          "cache line's round trip between them at rounds 1, 2, 4, ... 64 and then every "
+          "64th, where every rank has a CPU of its own; above "
+          "200 ns every rank switches, at the same round; not where "
+          "HVD_ALLREDUCE_CHUNK_BYTES is set; always: from the first round)"),
       P_BYTES("HVD_FUSION_PIECE_BYTES", fusion_piece_bytes, "1048576", 4096, kNoMax,
               "A fused host allreduce is copied in, reduced and copied out this many "
               "bytes at a time, so each piece stays in cache between the three"),
@@ -446,6 +456,7 @@ const std::vector<const char*>& agreed_param_names() {
       "HVD_ALLREDUCE_CHUNK_BYTES",      "HVD_INPLACE_MIN_BYTES",
       "HVD_FUSE_LARGE",                 "HVD_FUSION_PIECE_BYTES",
       "HVD_CACHE_TOGGLE_ROUNDS",        "HVD_FUSED_RING",
+      "HVD_FAR_CORES",
   };
   return names;
 }

@@ -69,6 +69,9 @@ struct Params {
   AutoChoice fuse_large = AutoChoice::Auto;  // auto: in process sets that span nodes
   // HVD_FUSED_RING (core/execute_ring.cpp); auto: likewise, batches of 64 KiB and more.
   AutoChoice fused_ring = AutoChoice::Auto;
+  // auto: large allreduces go in kFarCoresChunkBytes calls while a node's first two
+  // ranks sit on cores that share no cache (probed; core/far_cores.h)
+  AutoChoice far_cores = AutoChoice::Auto;
   int64_t fusion_piece_bytes = 1ll << 20;
   int64_t speculative_bytes = 16ll << 10;  // see core/speculation.h; agreed at init
   int64_t spin_us = 50;

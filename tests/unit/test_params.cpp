@@ -50,6 +50,7 @@ Sample sample_for(const ParamInfo& info) {
   if (name == "HVD_CPU_BIND") return {"numa", "numa", "socket"};
   if (name == "HVD_FUSE_LARGE") return {"Always", "always", "sometimes"};
   if (name == "HVD_FUSED_RING") return {"Never", "never", "sometimes"};
+  if (name == "HVD_FAR_CORES") return {"ALWAYS", "always", "far"};
   switch (info.type) {
     case ParamType::Bool: return {"yes", "1", "maybe"};
     case ParamType::Int: return {"7", "7", "seven"};

@@ -57,7 +57,9 @@ class Counters(Structure):
         ("negotiation_rounds", c_uint64),
         ("speculative", c_uint64),
         ("ring_allreduces", c_uint64),
-        ("reserved", c_uint64 * 6),
+        ("core_round_trip_ns", c_uint64),
+        ("far_cores", c_uint64),
+        ("reserved", c_uint64 * 4),
     ]
 
 

@@ -17,7 +17,7 @@ Error mpi_error(int code, const char* what) {
 }
 
 int64_t MpiBackend::chunk_elements(hvd_dtype_t dtype) const {
-  int64_t n = chunk_bytes_ / static_cast<int64_t>(dtype_size(dtype));
+  int64_t n = allreduce_chunk_bytes_ / static_cast<int64_t>(dtype_size(dtype));
   return std::clamp<int64_t>(n, 1, INT_MAX / 2);
 }
 

@@ -17,6 +17,11 @@ class MpiBackend : public Backend {
       : chunk_bytes_(chunk_bytes), counters_(counters) {}
   const char* name() const override { return "mpi"; }
   void set_piece_bytes(int64_t bytes) { piece_bytes_ = bytes; }
+  // The chunk size of allreduce() and allreduce_then() from now on (broadcasts keep
+  // the one given at construction). Every rank of a set must use the same for the
+  // same call: it changes only between negotiation rounds, by an agreed flag.
+  void set_allreduce_chunk_bytes(int64_t bytes) { allreduce_chunk_bytes_ = bytes; }
+  int64_t allreduce_chunk_bytes() const { return allreduce_chunk_bytes_; }
   Error allreduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
                   hvd_reduce_op_t op, const Communicator& comm) override;
   // Each chunk finished after its MPI call: the calls are those allreduce() makes.
@@ -56,6 +61,7 @@ class MpiBackend : public Backend {
  private:
   int64_t chunk_elements(hvd_dtype_t dtype) const;
   int64_t chunk_bytes_;
+  int64_t allreduce_chunk_bytes_ = chunk_bytes_;
   int64_t piece_bytes_ = 512 << 10;
   TrafficCounters* counters_;
   AdasumVhdd adasum_;
