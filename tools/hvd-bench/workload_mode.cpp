@@ -32,6 +32,10 @@ struct Measured {
 struct StepCounts {
   int64_t steps = 0;
   uint64_t rounds = 0, collectives = 0, speculative = 0, ring = 0;
+  // Repetitions that ended with libhvd's large allreduces in far-core calls
+  // (HVD_FAR_CORES), of all recorded ones, and its last probe's round trip.
+  int64_t repetitions = 0, far_repetitions = 0;
+  uint64_t core_round_trip_ns = 0;
 
   void add(const hvd_counters_t& before, const hvd_counters_t& after, int step_count) {
     steps += step_count;
@@ -39,6 +43,9 @@ struct StepCounts {
     collectives += after.collectives - before.collectives;
     speculative += after.speculative - before.speculative;
     ring += after.ring_allreduces - before.ring_allreduces;
+    ++repetitions;
+    if (after.far_cores) ++far_repetitions;
+    core_round_trip_ns = after.core_round_trip_ns;
   }
   double per_step(uint64_t count) const {
     return steps ? static_cast<double>(count) / static_cast<double>(steps) : 0;
@@ -112,6 +119,12 @@ void print_table(const Options& o, const TensorSet& set, int size, const Layout&
               "them through libhvd's ring), %.2f allreduces done within their round\n",
               counts.per_step(counts.rounds), counts.per_step(counts.collectives),
               counts.per_step(counts.ring), counts.per_step(counts.speculative));
+  if (counts.repetitions > 0)
+    std::printf("# libhvd's large allreduces in 16 MiB calls for far cores (HVD_FAR_CORES) after "
+                "%lld of %lld repetitions; its own last round trip %llu ns (0: none measured)\n",
+                static_cast<long long>(counts.far_repetitions),
+                static_cast<long long>(counts.repetitions),
+                static_cast<unsigned long long>(counts.core_round_trip_ns));
   double load[1] = {0};
   if (getloadavg(load, 1) == 1)
     std::printf("# load average (1 min) at the end: %.2f (other processes share the cores)\n",
@@ -194,7 +207,8 @@ void print_json(const Options& o, const TensorSet& set, int size, const Layout& 
   line.add("rounds_per_step", counts.per_step(counts.rounds))
       .add("collectives_per_step", counts.per_step(counts.collectives))
       .add("speculative_per_step", counts.per_step(counts.speculative))
-      .add("ring_per_step", counts.per_step(counts.ring));
+      .add("ring_per_step", counts.per_step(counts.ring))
+      .add("far_core_repetitions", static_cast<long long>(counts.far_repetitions));
   // Negative: not measured (core_round_trip.h).
   if (cores.start_ns != kNoPeerOnNode)
     line.add("core_round_trip_ns_start", cores.start_ns).add("core_round_trip_ns_end", cores.end_ns);
