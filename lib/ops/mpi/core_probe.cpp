@@ -15,7 +15,13 @@ namespace hvd {
 namespace {
 
 constexpr size_t kMappedBytes = 4096;
-constexpr int kRoundTrips = 33;  // the first one waits for the other rank to arrive
+// The first round trip waits for the other rank to arrive; then kBatches batches of
+// kBatchRoundTrips, timed apart, and the median batch is the result: one interruption
+// (an interrupt, a page of the other rank's being touched) spoils one batch, not the
+// result.
+constexpr uint32_t kBatches = 8;
+constexpr uint32_t kBatchRoundTrips = 4;
+constexpr uint32_t kRoundTrips = 1 + kBatches * kBatchRoundTrips;
 // How long either rank waits for the other: the two come from the same negotiation
 // round, microseconds apart unless one was descheduled.
 constexpr std::chrono::microseconds kPatience(500);
@@ -80,7 +86,8 @@ std::optional<double> CoreProbe::probe(uint32_t index) {
 std::optional<double> CoreProbe::ping(uint32_t index) {
   std::atomic_ref<uint64_t> line(*line_);
   const Clock::time_point deadline = Clock::now() + kPatience;
-  Clock::time_point first_answer{};
+  Clock::time_point batch_start{};
+  double batch_ns[kBatches];
   for (uint32_t i = 0; i < kRoundTrips; ++i) {
     line.store(value(index, 2 * i + 1), std::memory_order_release);
     for (uint32_t spins = 1; line.load(std::memory_order_acquire) != value(index, 2 * i + 2); ++spins) {
@@ -89,11 +96,18 @@ std::optional<double> CoreProbe::ping(uint32_t index) {
         return std::nullopt;
       }
     }
-    if (i == 0) first_answer = Clock::now();
+    // After round trip i: a batch ends at i = kBatchRoundTrips, 2 kBatchRoundTrips, ...
+    if (i % kBatchRoundTrips == 0) {
+      const Clock::time_point now = Clock::now();
+      if (i > 0)
+        batch_ns[i / kBatchRoundTrips - 1] =
+            std::chrono::duration<double, std::nano>(now - batch_start).count() / kBatchRoundTrips;
+      batch_start = now;
+    }
   }
-  const double ns = std::chrono::duration<double, std::nano>(Clock::now() - first_answer).count();
   line.store(value(index, kStop), std::memory_order_release);
-  return ns / (kRoundTrips - 1);
+  std::nth_element(batch_ns, batch_ns + kBatches / 2, batch_ns + kBatches);
+  return batch_ns[kBatches / 2];
 }
 
 void CoreProbe::echo(uint32_t index) {

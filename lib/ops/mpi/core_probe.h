@@ -33,8 +33,8 @@ class CoreProbe {
   // Called by local ranks 0 and 1 at an agreed moment (the same index on both, never
   // repeated): a cache line's round trip in nanoseconds,
   // on local rank 0; nothing on other ranks, or when the other rank did not answer
-  // within half a millisecond (it was descheduled: nothing is learned then). The
-  // round trips are timed together, 32 of them after the first.
+  // within half a millisecond (it was descheduled: nothing is learned then). After
+  // the first round trip, 32 are timed in batches of 4; the median batch counts.
   std::optional<double> probe(uint32_t index);
 
  private:
