@@ -53,14 +53,6 @@ static void check_large(int step) {
   }
 }
 
-static hvd_counters_t counters(void) {
-  hvd_counters_t c;
-  memset(&c, 0, sizeof c);
-  c.struct_size = sizeof c;
-  assert_hvd_ok(hvd_get_counters(&c));
-  return c;
-}
-
 /* The CPUs the ranks may run on, all ranks together, after hvd_init's binding. */
 static int cpus_of_all_ranks(void) {
   cpu_set_t mine, all;
@@ -91,7 +83,7 @@ int main(int argc, char** argv) {
     assert_hvd_ok(hvd_allreduce(&x, &x, 1, HVD_FLOAT32, HVD_OP_SUM, "far_cores.small"));
   }
   for (int step = 0; step < 2; ++step) check_large(step);
-  const hvd_counters_t c = counters();
+  const hvd_counters_t c = tu_counters();
   const int own_cpus = hvd_size() <= cpus_of_all_ranks();
 
   int far = (int)c.far_cores, far_min = 0, far_max = 0;
