@@ -9,10 +9,9 @@
 //
 // Local ranks 0 and 1 of each node time a cache line's round trip between them at
 // negotiation rounds 1, 2, 4, ... and then every kProbeEveryRounds rounds
-// (ops/mpi/core_probe.h). Each rank says in
-// every round's flags whether it saw its node's cores near (RoundFlags::near_cores,
-// ANDed), so every rank switches the chunk size at the same round, and every rank of a
-// call cuts the same MPI calls.
+// (ops/mpi/core_probe.h). Each rank says in every round's flags whether it saw its
+// node's cores near (RoundFlags::near_cores, ANDed), so every rank switches the chunk
+// size at the same round, and every rank of a call cuts the same MPI calls.
 #pragma once
 
 #include <cstdint>
