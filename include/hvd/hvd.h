@@ -501,7 +501,10 @@ typedef struct hvd_counters {
                                  (HVD_FAR_CORES), 0 until one is measured */
   uint64_t far_cores;         /* 1 while large allreduces go in calls for cores that
                                  share no cache (HVD_FAR_CORES), alike on every rank */
-  uint64_t reserved[4];
+  uint64_t back_to_back;      /* 1 while every rank's large host allreduces lie back to
+                                 back in memory, in place: they are fused and reduced
+                                 where they lie (HVD_FUSE_LARGE), alike on every rank */
+  uint64_t reserved[3];
 } hvd_counters_t;
 HVD_API hvd_status_t hvd_get_counters(hvd_counters_t* counters);
 

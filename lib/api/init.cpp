@@ -175,6 +175,7 @@ HVD_API hvd_status_t hvd_get_counters(hvd_counters_t* counters) {
     counters->ring_allreduces = rt->counters.ring_allreduces.load();
     counters->core_round_trip_ns = rt->counters.core_round_trip_ns.load();
     counters->far_cores = rt->counters.far_cores.load();
+    counters->back_to_back = rt->counters.back_to_back.load();
     return HVD_SUCCESS;
   })
 }

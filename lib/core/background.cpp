@@ -40,6 +40,7 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
       speculation_(runtime.speculative_bytes),
       host_(runtime.params.allreduce_chunk_bytes, &runtime.counters),
       far_cores_(runtime),
+      layout_watch_(runtime.params.inplace_min_bytes),
       executor_(&host_, &runtime.sets, &runtime.counters,
                 [this](std::span<Request* const> r, const Error& e) { complete_batch(r, e); },
                 [this](const Response& r, Request* local) { return administer(r, local); }),
@@ -79,6 +80,7 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
   fusion_.inplace_min_bytes = rt_.params.inplace_min_bytes;
   fusion_.disable_group_fusion = rt_.params.disable_group_fusion;
   fusion_.fuse_large = [this](int32_t set_id) { return fuse_large_tensors(set_id); };
+  if (rt_.params.fuse_large == Params::AutoChoice::Auto) executor_.set_layout_watch(&layout_watch_);
   executor_.set_fused_ring(
       [this](int32_t set_id, int64_t bytes) { return fused_ring(set_id, bytes); });
   cycle_time_ms_ = rt_.params.cycle_time_ms;
@@ -215,7 +217,27 @@ bool BackgroundLoop::fuse_large_tensors(int32_t set_id) {
   // large tensors stay alone there.
   if (rt_.params.fuse_large == Params::AutoChoice::Never || executor_.reduces_hierarchically(set_id))
     return false;
-  return rt_.params.fuse_large == Params::AutoChoice::Always || spans_nodes(set_id);
+  return rt_.params.fuse_large == Params::AutoChoice::Always || back_to_back_ || spans_nodes(set_id);
+}
+
+void BackgroundLoop::agree_layout(bool back_to_back) {
+  if (back_to_back != back_to_back_) {
+    back_to_back_ = back_to_back;
+    plan_memo_.forget();  // fuse_large_tensors changed
+    rt_.counters.back_to_back.store(back_to_back ? 1 : 0, std::memory_order_relaxed);
+    if (rt_.rank == 0)
+      HVD_LOG(Debug, "large allreduces %s",
+              back_to_back ? "lie back to back on every rank: fused, reduced where they lie"
+                           : "no longer lie back to back on every rank: reduced a tensor at a time");
+  }
+  // A piece that lies in place needs no room in a cache for its copies: on one machine
+  // it goes in the calls the whole buffer would get as one tensor (16 MiB ones where the
+  // cores are far apart, core/far_cores.h). Across nodes the pieces stay the fusion
+  // pieces, which keep a network's stream of calls even.
+  const int64_t piece = rt_.params.fusion_piece_bytes;
+  host_.set_piece_bytes(back_to_back_ && rt_.num_nodes == 1
+                            ? std::max(piece, host_.allreduce_chunk_bytes())
+                            : piece);
 }
 
 // Below this a fused batch is latency-bound: the ring's 2 (size - 1) steps cost more
@@ -447,7 +469,8 @@ Error BackgroundLoop::run_round(bool* shutdown) {
   bits_result_.resize(vector_words);
   controller_.fill_bits(bits_.data(), rt_.shutdown_requested.load(),
                         stall_probe_s_ > 0 ? now_seconds() - stall_probe_s_ : -1.0,
-                        burst_cap_.free_here(), far_cores_.near_here());
+                        RankWords{burst_cap_.free_here(), far_cores_.near_here(),
+                                  layout_watch_.back_to_back()});
   const int64_t negotiation_start = step_stats_ ? monotonic_ns() : 0;
   MPI_Request request = MPI_REQUEST_NULL;
   int rc;
@@ -474,6 +497,7 @@ Error BackgroundLoop::run_round(bool* shutdown) {
   rt_.rounds.fetch_add(1, std::memory_order_relaxed);
   RoundFlags flags = controller_.apply_bits(bits_result_.data());
   host_.set_allreduce_chunk_bytes(far_cores_.chunk_bytes(flags.near_cores));
+  agree_layout(flags.back_to_back);
   far_cores_.after_round(rt_.rounds.load(std::memory_order_relaxed));
   if (burst_cap_.agree(flags.cpus_free))
     HVD_LOG(Debug, "the burst wait's cap is now %g ms: %s", burst_cap_.cap_ms(cycle_time_ms_),
@@ -545,7 +569,9 @@ Error BackgroundLoop::run_round(bool* shutdown) {
   if (!ready.empty()) {
     Timeline& timeline = process_timeline();
     const std::vector<Batch>& batches = plan_memo_.plan(ready, fusion_);
+    layout_watch_.begin_round(ready.size());
     run_batches(ready, batches);
+    layout_watch_.end_round(ready);
     if (tuner_) observe_for_tuning(ready, batches);
     if (timeline.enabled())
       timeline.counters("traffic_bytes", static_cast<int64_t>(rt_.counters.local_bytes.load()),

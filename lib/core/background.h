@@ -24,6 +24,7 @@
 #include "core/controller.h"
 #include "core/execute.h"
 #include "core/far_cores.h"
+#include "core/layout_watch.h"
 #include "core/fusion_planner.h"
 #include "core/op_watchdog.h"
 #include "core/speculation.h"
@@ -82,6 +83,9 @@ class BackgroundLoop {
   // FusionConfig::fuse_large for a set: the option, the hierarchical algorithm and
   // whether the set's ranks are on more than one node.
   bool fuse_large_tensors(int32_t set_id);
+  // The round's agreed word on the ranks' layout (RoundFlags::back_to_back): the plan
+  // and the staging pieces follow it.
+  void agree_layout(bool back_to_back);
   bool fused_ring(int32_t set_id, int64_t bytes);
   bool spans_nodes(int32_t set_id);
   // Turns the response cache on or off as tuned, once the round's responses have run.
@@ -94,6 +98,11 @@ class BackgroundLoop {
   Speculation speculation_;
   MpiBackend host_;
   FarCores far_cores_;  // host_'s chunk size for the ranks' cores; set each round
+  // Where this rank's large allreduces lie (watched where HVD_FUSE_LARGE is auto), and
+  // what the ranks agreed on it: fuse_large_tensors says yes everywhere while they all
+  // lie back to back.
+  LayoutWatch layout_watch_;
+  bool back_to_back_ = false;
   Executor executor_;
   HierarchicalAllreduce hier_;
   HierarchicalAllgather hier_ag_;

@@ -19,6 +19,7 @@ constexpr uint64_t kFlagNoShutdown = 4;
 constexpr uint64_t kFlagOnlyCached = 8;  // all pending work waits on cache slots
 constexpr uint64_t kFlagCpusFree = 16;   // this rank's CPUs are free for overlap
 constexpr uint64_t kFlagNearCores = 32;  // this rank saw no node's ranks on far cores
+constexpr uint64_t kFlagBackToBack = 64; // this rank's large allreduces lie back to back
 
 // Index of the lowest set bit of a non-zero word: the next slot in a bitmap scan.
 int lowest_bit(uint64_t x) { return __builtin_ctzll(x); }
@@ -153,7 +154,7 @@ bool Controller::has_cached_wait_before(double time) const {
 }
 
 void Controller::fill_bits(uint64_t* words, bool shutdown_requested, double stale_before,
-                           bool cpus_free, bool near_cores) const {
+                           const RankWords& mine) const {
   std::fill(words, words + words_, 0);
   std::fill(words + words_, words + 3 * words_, ~uint64_t{0});
   // Slots of sets this rank is not in are always "ready" here. Only slots outside the
@@ -200,8 +201,9 @@ void Controller::fill_bits(uint64_t* words, bool shutdown_requested, double stal
   if (!busy()) flags |= kFlagNotBusy;
   if (!shutdown_requested) flags |= kFlagNoShutdown;
   if (only_cached) flags |= kFlagOnlyCached;
-  if (cpus_free) flags |= kFlagCpusFree;
-  if (near_cores) flags |= kFlagNearCores;
+  if (mine.cpus_free) flags |= kFlagCpusFree;
+  if (mine.near_cores) flags |= kFlagNearCores;
+  if (mine.back_to_back) flags |= kFlagBackToBack;
   words[3 * words_] = flags;
 }
 
@@ -214,6 +216,7 @@ RoundFlags Controller::apply_bits(const uint64_t* words) {
   flags.only_cached = (f & kFlagOnlyCached) != 0;
   flags.cpus_free = (f & kFlagCpusFree) != 0;
   flags.near_cores = (f & kFlagNearCores) != 0;
+  flags.back_to_back = (f & kFlagBackToBack) != 0;
   invalid_slots_.clear();
 
   // Word by word, in slot order (every rank must apply the same slots in the same

@@ -38,9 +38,18 @@ struct RoundFlags {
   bool shutdown = false;           // some rank asked to shut down
   bool cpus_free = false;          // every rank's CPUs are free for overlap (core/burst_cap.h)
   bool near_cores = false;         // no node's ranks on far cores (core/far_cores.h)
+  // Every rank's large host allreduces lie back to back in memory (core/layout_watch.h).
+  bool back_to_back = false;
   // Every rank's pending work is in the response cache: nothing can progress until
   // some rank enqueues more, and that rank rings the doorbells, so rounds can wait.
   bool only_cached = false;
+};
+
+// A rank's own judgements for the round's flags, each ANDed over the ranks.
+struct RankWords {
+  bool cpus_free = true;       // core/burst_cap.h
+  bool near_cores = true;      // core/far_cores.h
+  bool back_to_back = false;   // core/layout_watch.h
 };
 
 class Controller {
@@ -63,10 +72,9 @@ class Controller {
   // time marks the slot invalid, so every rank drops it and announces the tensor by
   // name: the stall inspector then sees which ranks have not submitted it (the AND of
   // ready bits cannot say). Cheap for a healthy job: one announcement per long wait.
-  // cpus_free: this rank's judgement for the burst cap (core/burst_cap.h); near_cores:
-  // its word on where its node's ranks sit (core/far_cores.h).
+  // mine: this rank's words for the flags that are ANDed over the ranks.
   void fill_bits(uint64_t* words, bool shutdown_requested, double stale_before,
-                 bool cpus_free = true, bool near_cores = true) const;
+                 const RankWords& mine = {}) const;
   // Whether some local request has waited on a cache slot since before the time.
   bool has_cached_wait_before(double time) const;
   // Reads the ANDed vector: queues cached responses that every rank is ready for and

@@ -87,6 +87,10 @@ void Executor::run(const Batch& batch, const std::vector<Response>& responses,
   }
   const std::vector<Request*>& locals = locals_;
   const size_t have = completing_.size();
+  if (layout_watch_ && first.error.ok() && first.spec.op == OpType::Allreduce &&
+      first.spec.device == HVD_DEVICE_CPU && first.spec.reduce_op != HVD_OP_ADASUM && set &&
+      set->member() && set->size() > 1)
+    for (size_t k = 0; k < items; ++k) layout_watch_->note(batch.items[k], locals[k]);
 
   tracing_ = timeline_ && timeline_->enabled() && set && set->member();
   if (tracing_) {

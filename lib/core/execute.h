@@ -11,6 +11,7 @@
 #include "base/host_memory.h"
 #include "core/controller.h"
 #include "core/fusion_planner.h"
+#include "core/layout_watch.h"
 #include "core/params.h"
 #include "fusion/fused_cursor.h"
 #include "ops/backend.h"
@@ -52,6 +53,8 @@ class Executor {
   void set_fused_ring(std::function<bool(int32_t set_id, int64_t bytes)> fused_ring) {
     fused_ring_ = std::move(fused_ring);
   }
+  // Where this rank's host allreduces lie, for the round's flags (nullptr: unwatched).
+  void set_layout_watch(LayoutWatch* watch) { layout_watch_ = watch; }
   // The device engine (nullptr: none, and why_not says why device tensors fail).
   void set_timeline(Timeline* timeline) { timeline_ = timeline; }
   void set_device(DeviceEngine* engine, std::string why_not) {
@@ -158,6 +161,7 @@ class Executor {
                                  int64_t offset, int64_t n);
   HostBuffer scratch_;
   std::function<bool(int32_t, int64_t)> fused_ring_;
+  LayoutWatch* layout_watch_ = nullptr;
   FusedIndex index_;                        // the fused batch's tensors, for ranges in any order
   std::vector<unsigned char> ring_scaled_;  // a prescaled part, for accumulate
   // The running batch's local requests, by item (nullptr: none), and those of them

@@ -168,9 +168,11 @@ const std::vector<ParamDef>& defs() {
           "Tensors of HVD_INPLACE_MIN_BYTES and more (host memory) join fused batches, "
           "reduced in equal pieces in their own memory: auto|never|always (auto: in "
           "process sets that span nodes, where equal pieces beat a call sequence per "
-          "tensor, unless the hierarchical allreduce reduces the set; not within one "
-          "node, where the pieces that straddle two tensors cost their copies). Where "
-          "they fuse, a tensor above HOROVOD_FUSION_THRESHOLD goes in the same pieces"),
+          "tensor, and everywhere while every rank's large tensors lie back to back in "
+          "memory, in place (a flat gradient buffer: no piece is copied), unless the "
+          "hierarchical allreduce reduces the set; not otherwise within one node, where "
+          "the pieces that straddle two tensors cost their copies). Where they fuse, a "
+          "tensor above HOROVOD_FUSION_THRESHOLD goes in the same pieces"),
       P_AUTO_CHOICE(
           "HVD_FUSED_RING", fused_ring,
           "A fused host allreduce is reduced by libhvd's own ring "

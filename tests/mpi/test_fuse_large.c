@@ -67,13 +67,15 @@ static void layouts_reduce_right(void** state) {
 /* Large tensors pushed together share collectives where the option says so, and take
  * one each where it does not. Every rank counts the same collectives. Alone, each
  * sends its exact bytes; fused, at least as much (a batch sends its short last piece
- * padded to the others' size). */
+ * padded to the others' size). Each tensor in an allocation of its own: tensors back to
+ * back in one buffer are fused under auto wherever they run (test_back_to_back.c). */
 static void large_tensors_fuse_as_configured(void** state) {
   (void)state;
   /* 20 KB: five pieces, above HVD_INPLACE_MIN_BYTES and above HVD_SPECULATIVE_BYTES
    * (a lone repeated allreduce riding its round is not counted as a collective) */
   const int64_t count = 5000;
-  float* data = tu_alloc((size_t)(kLarge * count) * sizeof(float));
+  float* data[kLarge];
+  for (int t = 0; t < kLarge; ++t) data[t] = tu_alloc((size_t)count * sizeof(float));
   uint64_t before = 0, bytes_before = 0;
   for (int step = 0; step < 4; ++step) {
     if (step == 1) { /* after the step that negotiates by name */
@@ -84,13 +86,15 @@ static void large_tensors_fuse_as_configured(void** state) {
     for (int t = 0; t < kLarge; ++t) {
       char name[64];
       snprintf(name, sizeof name, "fuse-large.count.%d", t);
-      for (int64_t i = 0; i < count; ++i) data[t * count + i] = 1.0f;
-      assert_hvd_ok(hvd_allreduce_async(data + t * count, data + t * count, count, HVD_FLOAT32,
-                                        HVD_OP_SUM, name, NULL, &h[t]));
+      for (int64_t i = 0; i < count; ++i) data[t][i] = 1.0f;
+      assert_hvd_ok(hvd_allreduce_async(data[t], data[t], count, HVD_FLOAT32, HVD_OP_SUM, name,
+                                        NULL, &h[t]));
     }
     for (int t = 0; t < kLarge; ++t) assert_hvd_ok(hvd_wait(h[t]));
-    for (int64_t i = 0; i < kLarge * count; ++i)
-      if (data[i] != (float)hvd_size()) fail_msg("element %lld: %g", (long long)i, data[i]);
+    for (int t = 0; t < kLarge; ++t)
+      for (int64_t i = 0; i < count; ++i)
+        if (data[t][i] != (float)hvd_size())
+          fail_msg("tensor %d element %lld: %g", t, (long long)i, data[t][i]);
   }
   const uint64_t ran = tu_collectives() - before;
   const uint64_t sent = tu_counters().global_bytes - bytes_before;
@@ -115,7 +119,7 @@ static void large_tensors_fuse_as_configured(void** state) {
   if (!expect_fused && ran != alone)
     fail_msg("%llu collectives for %llu large tensors, want one each", (unsigned long long)ran,
              (unsigned long long)alone);
-  free(data);
+  for (int t = 0; t < kLarge; ++t) free(data[t]);
 }
 
 /* Above HOROVOD_FUSION_THRESHOLD (65536 bytes in these runs, in every dtype here) a

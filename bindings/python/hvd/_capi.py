@@ -59,7 +59,8 @@ class Counters(Structure):
         ("ring_allreduces", c_uint64),
         ("core_round_trip_ns", c_uint64),
         ("far_cores", c_uint64),
-        ("reserved", c_uint64 * 4),
+        ("back_to_back", c_uint64),
+        ("reserved", c_uint64 * 3),
     ]
 
 

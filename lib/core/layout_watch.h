@@ -1,0 +1,67 @@
+// Whether this rank's large host allreduces lie back to back in memory: a framework's
+// flat gradient buffer (PyTorch's bucket views, Megatron's and DeepSpeed's contiguous
+// buffers) submitted a tensor at a time.
+//
+// The executor reduces a piece of a fused batch where it lies when the piece is whole
+// in one run of in-place tensors back to back (core/execute.cpp), but large tensors are
+// fused only where the set's fusion says so (FusionConfig::fuse_large), and each rank
+// knows only its own memory. So each rank watches the rounds it runs: for each stream
+// of host allreduces that share a fusion key, in the order the round answered them,
+// does every tensor start where the one before it ended, in place? A round with a large
+// tensor in such a stream gives a verdict; others leave the last one. The verdict goes
+// into the next rounds' flags (RoundFlags::back_to_back, ANDed), so every rank fuses
+// alike from the round that sees it, and a training loop, which lays out each step's
+// gradients as the last step did, is then reduced in pieces of the allreduce call size
+// where it lies: the calls the whole buffer would get as one tensor, with no copies.
+// A wrong prediction costs one round its copies, never a wrong result.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/request.h"
+#include "core/response.h"
+
+namespace hvd {
+
+class LayoutWatch {
+ public:
+  // large_bytes: tensors of at least this size are the ones fusion leaves alone
+  // (FusionConfig::inplace_min_bytes).
+  explicit LayoutWatch(int64_t large_bytes) : large_bytes_(large_bytes) {}
+
+  // Before a round's batches run: `responses` of them.
+  void begin_round(size_t responses);
+  // A host allreduce of the round (by its index in the responses) and this rank's
+  // request for it (nullptr: a joined rank's zeros).
+  void note(size_t index, const Request* local);
+  // After the batches ran: the round's verdict, if it gives one.
+  void end_round(std::span<const Response> responses);
+
+  // This rank's word for the round's flags.
+  bool back_to_back() const { return back_to_back_; }
+
+ private:
+  struct Noted {
+    bool seen = false;
+    const Request* local = nullptr;
+  };
+  // The end of the last tensor of one stream (responses with one fusion key) so far.
+  struct Stream {
+    const TensorSpec* spec = nullptr;
+    const unsigned char* end = nullptr;  // nullptr: the last one was not in place here
+    bool has_large = false;
+    bool broken = false;
+    int tensors = 0;
+  };
+  Stream& stream_of(const TensorSpec& spec);
+
+  int64_t large_bytes_;
+  std::vector<Noted> noted_;
+  std::vector<Stream> streams_;
+  bool back_to_back_ = false;
+};
+
+}  // namespace hvd
