@@ -49,7 +49,7 @@ def check_step(line, baseline, latency):
     check_stats(line, "hvd_ms")
     # What libhvd's steps ran: every step negotiates and moves its tensors somehow.
     for key in ("rounds_per_step", "collectives_per_step", "speculative_per_step",
-                "ring_per_step", "far_core_repetitions"):
+                "ring_per_step", "far_core_repetitions", "back_to_back_repetitions"):
         if not isinstance(line.get(key), (int, float)) or line[key] < 0:
             fail("%s should be a number >= 0: %r" % (key, line.get(key)))
     if line["rounds_per_step"] <= 0:

@@ -36,6 +36,9 @@ struct StepCounts {
   // (HVD_FAR_CORES), of all recorded ones, and its last probe's round trip.
   int64_t repetitions = 0, far_repetitions = 0;
   uint64_t core_round_trip_ns = 0;
+  // Repetitions that ended with the large tensors fused where they lie, every rank's
+  // lying back to back (hvd_counters_t.back_to_back).
+  int64_t back_to_back_repetitions = 0;
 
   void add(const hvd_counters_t& before, const hvd_counters_t& after, int step_count) {
     steps += step_count;
@@ -45,6 +48,7 @@ struct StepCounts {
     ring += after.ring_allreduces - before.ring_allreduces;
     ++repetitions;
     if (after.far_cores) ++far_repetitions;
+    if (after.back_to_back) ++back_to_back_repetitions;
     core_round_trip_ns = after.core_round_trip_ns;
   }
   double per_step(uint64_t count) const {
@@ -125,6 +129,11 @@ void print_table(const Options& o, const TensorSet& set, int size, const Layout&
                 static_cast<long long>(counts.far_repetitions),
                 static_cast<long long>(counts.repetitions),
                 static_cast<unsigned long long>(counts.core_round_trip_ns));
+  if (counts.repetitions > 0)
+    std::printf("# libhvd's large allreduces fused where they lie, back to back on every rank "
+                "(HVD_FUSE_LARGE), after %lld of %lld repetitions\n",
+                static_cast<long long>(counts.back_to_back_repetitions),
+                static_cast<long long>(counts.repetitions));
   double load[1] = {0};
   if (getloadavg(load, 1) == 1)
     std::printf("# load average (1 min) at the end: %.2f (other processes share the cores)\n",
@@ -208,7 +217,8 @@ void print_json(const Options& o, const TensorSet& set, int size, const Layout& 
       .add("collectives_per_step", counts.per_step(counts.collectives))
       .add("speculative_per_step", counts.per_step(counts.speculative))
       .add("ring_per_step", counts.per_step(counts.ring))
-      .add("far_core_repetitions", static_cast<long long>(counts.far_repetitions));
+      .add("far_core_repetitions", static_cast<long long>(counts.far_repetitions))
+      .add("back_to_back_repetitions", static_cast<long long>(counts.back_to_back_repetitions));
   // Negative: not measured (core_round_trip.h).
   if (cores.start_ns != kNoPeerOnNode)
     line.add("core_round_trip_ns_start", cores.start_ns).add("core_round_trip_ns_end", cores.end_ns);
