@@ -569,9 +569,10 @@ Error BackgroundLoop::run_round(bool* shutdown) {
   if (!ready.empty()) {
     Timeline& timeline = process_timeline();
     const std::vector<Batch>& batches = plan_memo_.plan(ready, fusion_);
-    layout_watch_.begin_round(ready.size());
+    const bool watching = rt_.params.fuse_large == Params::AutoChoice::Auto;
+    if (watching) layout_watch_.begin_round(ready.size());
     run_batches(ready, batches);
-    layout_watch_.end_round(ready);
+    if (watching) layout_watch_.end_round(ready);
     if (tuner_) observe_for_tuning(ready, batches);
     if (timeline.enabled())
       timeline.counters("traffic_bytes", static_cast<int64_t>(rt_.counters.local_bytes.load()),

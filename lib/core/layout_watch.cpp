@@ -8,25 +8,30 @@ namespace hvd {
 
 void LayoutWatch::begin_round(size_t responses) { noted_.assign(responses, Noted{}); }
 
-void LayoutWatch::note(size_t index, const Request* local) {
-  if (index < noted_.size()) noted_[index] = Noted{true, local};
-}
-
 LayoutWatch::Stream& LayoutWatch::stream_of(const TensorSpec& spec) {
-  for (Stream& s : streams_) {
-    const TensorSpec& x = *s.spec;
-    // The planner's fusion key for a host allreduce (core/fusion_planner.cpp).
-    if (x.dtype == spec.dtype && x.reduce_op == spec.reduce_op && x.prescale == spec.prescale &&
-        x.postscale == spec.postscale && x.process_set == spec.process_set)
-      return s;
+  // Consecutive tensors usually share a stream (one model's gradients).
+  if (last_stream_ < streams_.size() && same_stream(*streams_[last_stream_].spec, spec))
+    return streams_[last_stream_];
+  for (size_t k = 0; k < streams_.size(); ++k) {
+    if (!same_stream(*streams_[k].spec, spec)) continue;
+    last_stream_ = k;
+    return streams_[k];
   }
+  last_stream_ = streams_.size();
   Stream& s = streams_.emplace_back();
   s.spec = &spec;
   return s;
 }
 
+bool LayoutWatch::same_stream(const TensorSpec& x, const TensorSpec& spec) {
+  // The planner's fusion key for a host allreduce (core/fusion_planner.cpp).
+  return x.dtype == spec.dtype && x.reduce_op == spec.reduce_op && x.prescale == spec.prescale &&
+         x.postscale == spec.postscale && x.process_set == spec.process_set;
+}
+
 void LayoutWatch::end_round(std::span<const Response> responses) {
   streams_.clear();
+  last_stream_ = 0;
   const size_t n = std::min(noted_.size(), responses.size());
   for (size_t i = 0; i < n; ++i) {
     if (!noted_[i].seen) continue;

@@ -36,7 +36,9 @@ class LayoutWatch {
   void begin_round(size_t responses);
   // A host allreduce of the round (by its index in the responses) and this rank's
   // request for it (nullptr: a joined rank's zeros).
-  void note(size_t index, const Request* local);
+  void note(size_t index, const Request* local) {
+    if (index < noted_.size()) noted_[index] = Noted{true, local};
+  }
   // After the batches ran: the round's verdict, if it gives one.
   void end_round(std::span<const Response> responses);
 
@@ -57,10 +59,12 @@ class LayoutWatch {
     int tensors = 0;
   };
   Stream& stream_of(const TensorSpec& spec);
+  static bool same_stream(const TensorSpec& a, const TensorSpec& b);
 
   int64_t large_bytes_;
   std::vector<Noted> noted_;
   std::vector<Stream> streams_;
+  size_t last_stream_ = 0;  // the stream the last tensor went to
   bool back_to_back_ = false;
 };
 
