@@ -89,8 +89,12 @@ void Executor::run(const Batch& batch, const std::vector<Response>& responses,
   const size_t have = completing_.size();
   if (layout_watch_ && first.error.ok() && first.spec.op == OpType::Allreduce &&
       first.spec.device == HVD_DEVICE_CPU && first.spec.reduce_op != HVD_OP_ADASUM && set &&
-      set->member() && set->size() > 1)
+      set->member() && set->size() > 1) {
     for (size_t k = 0; k < items; ++k) layout_watch_->note(batch.items[k], locals[k]);
+    // Small tensors fuse alone unless the set fuses large ones (pad_last_piece) or a
+    // group holds them together (core/fusion_planner.h).
+    if (!batch.fused || batch.pad_last_piece || first.spec.group_size > 0) layout_watch_->may_hold_large();
+  }
 
   tracing_ = timeline_ && timeline_->enabled() && set && set->member();
   if (tracing_) {

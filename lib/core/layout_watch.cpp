@@ -6,7 +6,12 @@
 
 namespace hvd {
 
-void LayoutWatch::begin_round(size_t responses) { noted_.assign(responses, Noted{}); }
+void LayoutWatch::begin_round(size_t responses) {
+  // Entries of earlier rounds carry their round: nothing to clear.
+  if (noted_.size() < responses) noted_.resize(responses);
+  ++round_;
+  may_hold_large_ = false;
+}
 
 LayoutWatch::Stream& LayoutWatch::stream_of(const TensorSpec& spec) {
   // Consecutive tensors usually share a stream (one model's gradients).
@@ -30,11 +35,12 @@ bool LayoutWatch::same_stream(const TensorSpec& x, const TensorSpec& spec) {
 }
 
 void LayoutWatch::end_round(std::span<const Response> responses) {
+  if (!may_hold_large_) return;
   streams_.clear();
   last_stream_ = 0;
   const size_t n = std::min(noted_.size(), responses.size());
   for (size_t i = 0; i < n; ++i) {
-    if (!noted_[i].seen) continue;
+    if (noted_[i].round != round_) continue;
     const Response& r = responses[i];
     const Request* local = noted_[i].local;
     Stream& s = stream_of(r.spec);
@@ -55,7 +61,6 @@ void LayoutWatch::end_round(std::span<const Response> responses) {
     all_back_to_back = all_back_to_back && !s.broken;
   }
   if (any) back_to_back_ = all_back_to_back;
-  noted_.clear();
 }
 
 }  // namespace hvd

@@ -37,8 +37,12 @@ class LayoutWatch {
   // A host allreduce of the round (by its index in the responses) and this rank's
   // request for it (nullptr: a joined rank's zeros).
   void note(size_t index, const Request* local) {
-    if (index < noted_.size()) noted_[index] = Noted{true, local};
+    if (index < noted_.size()) noted_[index] = Noted{round_, local};
   }
+  // Some noted batch may hold a large tensor (one alone, or a batch that fuses them);
+  // a round without one says nothing and is not looked at (1000 small tensors a
+  // round cost nothing beyond their notes).
+  void may_hold_large() { may_hold_large_ = true; }
   // After the batches ran: the round's verdict, if it gives one.
   void end_round(std::span<const Response> responses);
 
@@ -47,7 +51,7 @@ class LayoutWatch {
 
  private:
   struct Noted {
-    bool seen = false;
+    uint64_t round = 0;  // noted in this round if round_
     const Request* local = nullptr;
   };
   // The end of the last tensor of one stream (responses with one fusion key) so far.
@@ -63,6 +67,8 @@ class LayoutWatch {
 
   int64_t large_bytes_;
   std::vector<Noted> noted_;
+  uint64_t round_ = 0;
+  bool may_hold_large_ = false;
   std::vector<Stream> streams_;
   size_t last_stream_ = 0;  // the stream the last tensor went to
   bool back_to_back_ = false;

@@ -1,7 +1,8 @@
 // The layout watch's verdicts (core/layout_watch.h), fed rounds by hand: tensors back
 // to back in place, a gap, an out-of-place tensor, streams of two dtypes in turns, a
 // joined rank's missing request, and rounds that say nothing (no large tensor, a large
-// tensor alone, host allreduces not noted) keeping the last verdict.
+// tensor alone, batches of small tensors only, host allreduces not noted) keeping the
+// last verdict.
 #include <cstdint>
 #include <vector>
 
@@ -39,11 +40,13 @@ struct Round {
     q.send = in_place ? static_cast<const void*>(at) : static_cast<const void*>(at + 1);
     requests.push_back(q);
   }
-  // Runs it through the watch, noting every tensor (nullptr where `missing`).
-  void run(LayoutWatch& watch, int missing = -1) {
+  // Runs it through the watch, noting every tensor (nullptr where `missing`), in a
+  // batch that may hold a large tensor unless `small_batches`.
+  void run(LayoutWatch& watch, int missing = -1, bool small_batches = false) {
     watch.begin_round(responses.size());
     for (size_t i = 0; i < responses.size(); ++i)
       watch.note(i, static_cast<int>(i) == missing ? nullptr : &requests[i]);
+    if (!small_batches) watch.may_hold_large();
     watch.end_round(responses);
   }
 };
@@ -129,6 +132,11 @@ void rounds_without_evidence_keep_the_verdict(void**) {
   Round alone;  // one large tensor out of place: one piece either way
   alone.add(600, HVD_FLOAT32, arena, false);
   alone.run(watch);
+  assert_true(watch.back_to_back());
+  Round fused_small = back_to_back();  // batches of small tensors only, as executed
+  fused_small.requests[3].recv = arena + 40000;
+  fused_small.requests[3].send = arena + 40000;
+  fused_small.run(watch, -1, true);
   assert_true(watch.back_to_back());
   Round unnoted = back_to_back();  // not host allreduces: the executor notes nothing
   unnoted.requests[3].recv = arena + 40000;
