@@ -74,6 +74,29 @@ def test_async_forms_and_poll():
     assert hvd.poll(h1) and torch.equal(out, torch.full((10,), float(hvd.size())))
 
 
+def test_views_of_one_flat_buffer_are_fused_where_they_lie():
+    # Gradients kept as views into one flat buffer and reduced one by one in place (a
+    # contiguous-gradient framework's hooks): from the round after every rank saw them
+    # back to back, libhvd fuses them and reduces them where they lie (HVD_FUSE_LARGE).
+    sizes = [70000, 300, 90000, 65537]  # three above HVD_INPLACE_MIN_BYTES' 256 KiB
+    flat = torch.empty(sum(sizes))
+    views = list(torch.split(flat, sizes))
+    n = hvd.size()
+    for step in range(4):
+        for i, v in enumerate(views):
+            v.copy_(torch.arange(v.numel(), dtype=torch.float32) % 7 + hvd.rank() + i + step)
+        handles = [hvd.allreduce_async_(v, op=hvd.Average, name=f"t.flat.{i}")
+                   for i, v in enumerate(views)]
+        for h in handles:
+            hvd.synchronize(h)
+        for i, v in enumerate(views):
+            base = torch.arange(v.numel(), dtype=torch.float32) % 7 + i + step
+            assert torch.allclose(v, base + (n - 1) / 2), f"step {step} view {i}"
+    if n > 1:
+        from hvd.basics import counters
+        assert counters()["back_to_back"] == 1
+
+
 def test_autograd_through_allreduce():
     x = torch.ones(3, requires_grad=True)
     y = hvd.allreduce(x * (hvd.rank() + 1), op=hvd.Sum, name="t.grad")
