@@ -42,11 +42,10 @@ void LayoutWatch::end_round(std::span<const Response> responses) {
   for (size_t i = 0; i < n; ++i) {
     if (noted_[i].round != round_) continue;
     const Response& r = responses[i];
-    const Request* local = noted_[i].local;
     Stream& s = stream_of(r.spec);
     const int64_t bytes = r.spec.num_elements() * static_cast<int64_t>(dtype_size(r.spec.dtype));
-    const auto* start = local ? static_cast<const unsigned char*>(local->recv) : nullptr;
-    const bool in_place = local && local->send == local->recv;
+    const unsigned char* start = noted_[i].recv;
+    const bool in_place = noted_[i].in_place;
     if (!in_place || (s.tensors > 0 && s.end != start)) s.broken = true;
     s.end = in_place ? start + bytes : nullptr;
     s.has_large = s.has_large || bytes >= large_bytes_;

@@ -36,8 +36,11 @@ class LayoutWatch {
   void begin_round(size_t responses);
   // A host allreduce of the round (by its index in the responses) and this rank's
   // request for it (nullptr: a joined rank's zeros).
+  // Only the addresses are kept: the request itself may be gone by the round's end.
   void note(size_t index, const Request* local) {
-    if (index < noted_.size()) noted_[index] = Noted{round_, local};
+    if (index >= noted_.size()) return;
+    noted_[index] = Noted{round_, local ? static_cast<const unsigned char*>(local->recv) : nullptr,
+                          local && local->send == local->recv};
   }
   // Some noted batch may hold a large tensor (one alone, or a batch that fuses them);
   // a round without one says nothing and is not looked at (1000 small tensors a
@@ -51,8 +54,9 @@ class LayoutWatch {
 
  private:
   struct Noted {
-    uint64_t round = 0;  // noted in this round if round_
-    const Request* local = nullptr;
+    uint64_t round = 0;                  // noted in this round if round_
+    const unsigned char* recv = nullptr;  // nullptr: no local request
+    bool in_place = false;
   };
   // The end of the last tensor of one stream (responses with one fusion key) so far.
   struct Stream {
