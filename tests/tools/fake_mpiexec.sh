@@ -3,9 +3,11 @@
 # (fake_mpich, fake_openmpi, fake_intel, fake_unknown, fake_broken), it prints that
 # MPI's `--version` banner. Run as a launcher it prints each argument it received
 # on its own line between markers, so tests see exactly what hvdrun passed; with
-# FAKE_MPI_READY set it first writes to that FIFO and then waits for a signal; with
-# FAKE_MPI_CRASH set it starts a stand-in rank (sleep FAKE_MPI_CRASH seconds) and
-# dies of SIGSEGV, as Open MPI's mpirun has done.
+# FAKE_MPI_READY set it first writes to that FIFO and then waits for a signal (with
+# FAKE_MPI_DEAF set too, it and a stand-in rank, sleep FAKE_MPI_DEAF seconds, ignore
+# SIGINT, SIGTERM and SIGHUP: a launcher that does not end); with FAKE_MPI_CRASH set
+# it starts a stand-in rank (sleep FAKE_MPI_CRASH seconds) and dies of SIGSEGV, as
+# Open MPI's mpirun has done.
 flavor=$(basename "$0")
 if [ "$1" = "--version" ]; then
   case "$flavor" in
@@ -28,6 +30,13 @@ fi
 if [ -n "${FAKE_MPI_CRASH:-}" ]; then
   sleep "$FAKE_MPI_CRASH" &
   kill -SEGV $$
+fi
+if [ -n "$FAKE_MPI_READY" ] && [ -n "${FAKE_MPI_DEAF:-}" ]; then
+  trap '' INT TERM HUP
+  sleep "$FAKE_MPI_DEAF" &
+  echo ready > "$FAKE_MPI_READY"
+  wait
+  exit 0
 fi
 if [ -n "$FAKE_MPI_READY" ]; then
   echo ready > "$FAKE_MPI_READY"

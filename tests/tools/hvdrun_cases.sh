@@ -132,6 +132,24 @@ signal-forwarded)
   status=$?
   [ "$status" = 143 ] || die "status $status after SIGTERM, expected 143"
   ;;
+signal-deaf-launcher)
+  # A launcher that outlives a signal hvdrun passed on (it ignores it, or hangs in its
+  # own shutdown) is killed with its process group after hvdrun's grace (10 s), and
+  # hvdrun still exits as a shell reports the signal; no rank is left.
+  mkfifo "$work/ready"
+  FAKE_MPI_READY="$work/ready" FAKE_MPI_DEAF=303 HVDRUN_MPIEXEC="$fakes/fake_mpich" \
+    "$hvdrun" -np 1 prog >"$work/out" 2>"$work/err" &
+  pid=$!
+  read -r line <"$work/ready"
+  kill -TERM "$pid"
+  wait "$pid"
+  status=$?
+  [ "$status" = 143 ] || die "status $status after SIGTERM, expected 143: $(cat "$work/err")"
+  grep -q "did not end within 10 s of Terminated passed on to it; killing it" "$work/err" ||
+    die "message: $(cat "$work/err")"
+  sleep 0.2
+  ! pgrep -f "sleep 303" >/dev/null || die "the launcher's stand-in rank was left running"
+  ;;
 launcher-crash)
   # A launcher that dies of a signal nobody sent it leaves its ranks behind: hvdrun
   # names the fault, kills what is left in the launcher's process group and exits as

@@ -28,7 +28,8 @@ constexpr const char* kDescription =
     "    rank's environment. Everything from the first word that is not an option\n"
     "    (or after `--`) is the command, passed to the ranks exactly as given: no\n"
     "    shell runs it, so spaces, quotes and `;` in arguments arrive unchanged.\n"
-    "    SIGINT and SIGTERM sent to hvdrun are passed on to the job.\n";
+    "    SIGINT and SIGTERM sent to hvdrun are passed on to the job; a job still\n"
+    "    running 10 s later is killed.\n";
 
 constexpr const char* kFooter =
     "ENVIRONMENT\n"

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -81,6 +82,28 @@ void write_all(int fd, const std::string& text) {
 constexpr double kLauncherEndsJobSeconds = 3;
 constexpr double kTerminateGraceSeconds = 5;
 constexpr double kDrainSeconds = 2;
+// How long the job may take to end after a signal hvdrun passed on, before SIGKILL: a
+// launcher that ignores it, or hangs in its own shutdown (once in the test suite's
+// runs, Open MPI 4.1's mpirun after SIGINT, SIGTERM or SIGHUP to the group), must not
+// leave the user's Ctrl-C without effect and the ranks holding their devices.
+constexpr double kSignalGraceSeconds = 10;
+
+// SIGKILL to the job's process group once it has outlived a forwarded signal by
+// kSignalGraceSeconds. signalled_at: when the signal was first seen here (-1 before).
+void kill_job_deaf_to_signal(pid_t pid, double* signalled_at, bool* killed) {
+  const int sig = g_forwarded_signal;
+  if (sig == 0 || *killed) return;
+  const double now = monotonic_seconds();
+  if (*signalled_at < 0) *signalled_at = now;
+  if (now - *signalled_at <= kSignalGraceSeconds) return;
+  char text[160];
+  std::snprintf(text, sizeof text,
+                "hvdrun: the job did not end within %.0f s of %s passed on to it; killing it\n",
+                kSignalGraceSeconds, strsignal(sig));
+  write_all(STDERR_FILENO, text);
+  ::kill(-pid, SIGKILL);
+  *killed = true;
+}
 
 // The markers the rank monitors left as files in events_dir (--output-filename),
 // each read once and removed; names ending .part are still being written.
@@ -113,7 +136,7 @@ int relay_and_wait(pid_t pid, int err_fd, const std::string& events_dir, JobOutc
   StderrRelay relay;
   bool open = true, exited = false;
   int status = 0;
-  double failed_at = -1, terminated_at = -1, exited_at = -1;
+  double failed_at = -1, terminated_at = -1, exited_at = -1, signalled_at = -1;
   bool killed = false;
   char buf[65536];
   while (open || !exited) {
@@ -163,6 +186,7 @@ int relay_and_wait(pid_t pid, int err_fd, const std::string& events_dir, JobOutc
       ::kill(-pid, SIGKILL);
       killed = true;
     }
+    if (!exited) kill_job_deaf_to_signal(pid, &signalled_at, &killed);
   }
   write_all(STDERR_FILENO, relay.finish());
   if (!exited)
@@ -271,7 +295,14 @@ JobOutcome run_job(const LaunchCommand& command, bool watch_ranks, const std::st
     status = relay_and_wait(pid, err_pipe[0], events_dir, &outcome, &ended_by_hvdrun);
     ::close(err_pipe[0]);
   } else {
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    // Polled, not blocked in waitpid: a job that outlives a forwarded signal is ended.
+    double signalled_at = -1;
+    bool killed = false;
+    while (true) {
+      const pid_t r = ::waitpid(pid, &status, WNOHANG);
+      if (r == pid || (r < 0 && errno != EINTR)) break;
+      kill_job_deaf_to_signal(pid, &signalled_at, &killed);
+      ::poll(nullptr, 0, 100);
     }
   }
   g_job_pgid = 0;
