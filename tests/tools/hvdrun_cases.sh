@@ -165,13 +165,14 @@ signal-real-job)
   # SIGINT, SIGTERM and SIGHUP to hvdrun stop a running job, and hvdrun exits as a
   # shell reports a program killed by the signal (128+N), whatever the launcher said
   # (Hydra: 0 or 2, Open MPI: 1); no rank is left. A non-interactive shell starts
-  # background jobs with SIGINT ignored (and hvdrun keeps it so): env restores it.
+  # background jobs with SIGINT ignored, and nohup ignores SIGHUP (hvdrun keeps an
+  # ignored signal ignored, as a shell would): env restores all three.
   # Holding the FIFO open for writing lets both ranks' lines arrive.
   mkfifo "$work/ready"
   exec 3<>"$work/ready"
   for sig in INT:130 TERM:143 HUP:129; do
     name=${sig%:*} want=${sig#*:}
-    env --default-signal=INT "$hvdrun" -np 2 sh -c "echo ready > '$work/ready'; exec sleep 301" \
+    env --default-signal=INT,TERM,HUP "$hvdrun" -np 2 sh -c "echo ready > '$work/ready'; exec sleep 301" \
       >"$work/out" 2>&1 &
     pid=$!
     read -r line <&3
