@@ -80,6 +80,7 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
   fusion_.inplace_min_bytes = rt_.params.inplace_min_bytes;
   fusion_.disable_group_fusion = rt_.params.disable_group_fusion;
   fusion_.fuse_large = [this](int32_t set_id) { return fuse_large_tensors(set_id); };
+  fusion_.equal_pieces = [this](int32_t set_id) { return spans_nodes(set_id); };
   if (rt_.params.fuse_large == Params::AutoChoice::Auto) executor_.set_layout_watch(&layout_watch_);
   executor_.set_fused_ring(
       [this](int32_t set_id, int64_t bytes) { return fused_ring(set_id, bytes); });

@@ -91,9 +91,9 @@ void Executor::run(const Batch& batch, const std::vector<Response>& responses,
       first.spec.device == HVD_DEVICE_CPU && first.spec.reduce_op != HVD_OP_ADASUM && set &&
       set->member() && set->size() > 1) {
     for (size_t k = 0; k < items; ++k) layout_watch_->note(batch.items[k], locals[k]);
-    // Small tensors fuse alone unless the set fuses large ones (pad_last_piece) or a
-    // group holds them together (core/fusion_planner.h).
-    if (!batch.fused || batch.pad_last_piece || first.spec.group_size > 0) layout_watch_->may_hold_large();
+    // Small tensors fuse alone unless the set fuses large ones or a group holds them
+    // together (core/fusion_planner.h).
+    if (!batch.fused || batch.fuses_large || first.spec.group_size > 0) layout_watch_->may_hold_large();
   }
 
   tracing_ = timeline_ && timeline_->enabled() && set && set->member();
@@ -165,11 +165,11 @@ Error Executor::dispatch(const Batch& batch, const std::vector<Response>& respon
     case OpType::Allreduce:
       if (first.spec.reduce_op == HVD_OP_ADASUM) return allreduce_adasum(batch, responses, locals, set);
       if (set.size() == 1) return allreduce_alone(batch, responses, locals);
-      // A tensor alone whose last piece is padded (one above the threshold, where
-      // the set's batches go in equal pieces) takes the batches' path: it reduces a
-      // piece that lies in one tensor in that tensor's memory, and pads the last.
-      return batch.fused || batch.pad_last_piece ? allreduce_fused(batch, responses, locals, set)
-                                                 : allreduce_single(first, locals[0], set);
+      // A tensor alone in a set that fuses large ones (one above the threshold) takes
+      // the batches' path: it reduces each piece in the tensor's memory, in the pieces
+      // the set's batches are cut in (and pads the last where they are kept equal).
+      return batch.fused || batch.fuses_large ? allreduce_fused(batch, responses, locals, set)
+                                              : allreduce_single(first, locals[0], set);
     case OpType::Broadcast:
       return broadcast(first, locals[0], set);
     case OpType::Allgather:
@@ -288,7 +288,7 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
   // A batch of several pieces sent over a network keeps them all (nearly) one size:
   // cut evenly, or with its short last piece zero-padded in the buffer
   // (Backend::staging_pieces).
-  const bool equal_pieces = batch.pad_last_piece;
+  const bool equal_pieces = batch.equal_pieces;
   const Backend::Pieces cut = host_->staging_pieces(total, spec.dtype, equal_pieces);
   const int64_t piece = cut.piece;
 
@@ -297,7 +297,7 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
   // the last one is padded); it still reduces through the staged path, piece by piece
   // in the buffer, with the same pieces: the timeline is on for rank 0 alone, and every
   // rank must make the same MPI calls on the set's communicator. A tensor alone
-  // (pad_last_piece, not fused) has nothing to copy but a padded last piece: it goes
+  // (fuses_large, not fused) has nothing to copy but a padded last piece: it goes
   // piece by piece below.
   if (tracing_ && batch.fused) {
     const int64_t padded = cut.pad_last ? (total + piece - 1) / piece * piece : total;

@@ -91,6 +91,10 @@ bool fuses_large(const Response& r, const FusionConfig& config) {
          r.spec.reduce_op != HVD_OP_ADASUM && config.fuse_large && config.fuse_large(r.spec.process_set);
 }
 
+bool keeps_pieces_equal(const Response& r, const FusionConfig& config) {
+  return config.equal_pieces && config.equal_pieces(r.spec.process_set);
+}
+
 // fusable() for a response of `bytes` (response_bytes, computed once per tensor).
 bool fusable_sized(const Response& r, int64_t bytes, const FusionConfig& config) {
   if (!r.error.ok() || config.threshold <= 0 || bytes > config.threshold) return false;
@@ -157,7 +161,8 @@ std::vector<Batch> plan_batches(std::span<const Response> responses, const Fusio
       open.emplace(std::move(key), last_batch);
     else if (batches[it->second].bytes > bytes)
       it->second = last_batch;
-    return batches.emplace_back(Batch{{}, true, 0, fuses_large(r, config)});
+    const bool large = fuses_large(r, config);
+    return batches.emplace_back(Batch{{}, true, 0, large, large && keeps_pieces_equal(r, config)});
   };
   auto add = [&](Batch& b, size_t i, int64_t bytes) {
     b.items.push_back(i);
@@ -170,7 +175,8 @@ std::vector<Batch> plan_batches(std::span<const Response> responses, const Fusio
     if (!fusable_sized(r, bytes, config)) {
       // Alone (above the threshold, or fusion off), still in pieces of one size where
       // the set's batches are.
-      batches.push_back(Batch{{i}, false, bytes, r.error.ok() && fuses_large(r, config)});
+      const bool large = r.error.ok() && fuses_large(r, config);
+      batches.push_back(Batch{{i}, false, bytes, large, large && keeps_pieces_equal(r, config)});
       continue;
     }
     GroupUnit* unit = groups.empty() ? nullptr : groups.unit_of(i);

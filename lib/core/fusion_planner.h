@@ -26,18 +26,28 @@ struct FusionConfig {
   // straddle two tensors cost more in copies than they save. It must answer the same
   // on every rank: the runtime decides per set from the node layout and the options.
   std::function<bool(int32_t process_set)> fuse_large;
+  // Whether those batches keep their pieces (nearly) one size (Backend::staging_pieces):
+  // where the set spans nodes. Over TCP one odd-sized call slows the full-sized calls
+  // after it; over shared memory a short last piece costs nothing, and padding it to
+  // the others' size reduces zeros (a flat resnet50 buffer in 16 MiB pieces: a 1.6 MB
+  // tail copied and reduced as 16 MiB, +15-20% a step; docs/performance.md, 2026-11-29
+  // 07:00 entry). Unset: no. The same on every rank.
+  std::function<bool(int32_t process_set)> equal_pieces;
 };
 
 struct Batch {
   std::vector<size_t> items;  // indices into the responses, in order
   bool fused = false;         // packed into the fusion buffer
   int64_t bytes = 0;          // payload of all items
-  // Its pieces are kept (nearly) one size (Backend::staging_pieces: cut evenly, or the
-  // short last piece padded to the others' size): a host allreduce batch in a set that
-  // fuse_large names, fused or a tensor alone (one above the threshold). An odd-sized
-  // call would slow the full-sized calls after it, the next batch's or, measured on
-  // bert_base, the next step's.
-  bool pad_last_piece = false;
+  // A host allreduce batch in a set that fuse_large names, fused or a tensor alone (one
+  // above the threshold): it may hold large tensors, and goes through the staged path,
+  // piece by piece, each piece where it lies when it can.
+  bool fuses_large = false;
+  // ...and its pieces are kept (nearly) one size (Backend::staging_pieces: cut evenly,
+  // or the short last piece padded to the others' size), where config.equal_pieces
+  // says so: over TCP an odd-sized call would slow the full-sized calls after it, the
+  // next batch's or, measured on bert_base, the next step's.
+  bool equal_pieces = false;
 };
 
 // True if the response could share a fusion buffer with others.

@@ -473,12 +473,14 @@ void plan_memo_reuses_only_the_same_cached_round(void**) {
 
 // Where the runtime says so for a set (HVD_FUSE_LARGE), large host allreduces join
 // batches like small ones, up to the threshold; device tensors, Adasum and other sets
-// keep theirs alone; one above the threshold stays alone, its last piece padded.
+// keep theirs alone; one above the threshold stays alone, in the batches' pieces. The
+// pieces are kept one size only where the runtime says that too (sets across nodes).
 void planner_fuses_large_tensors_where_told(void**) {
   FusionConfig config;
   config.threshold = 2000;
   config.inplace_min_bytes = 400;
   config.fuse_large = [](int32_t set) { return set == 0; };
+  config.equal_pieces = [](int32_t set) { return set == 0; };
   std::vector<Response> rs = {
       allreduce_response("big1", 200),    // 800 B
       allreduce_response("small", 10),    // 40 B
@@ -497,15 +499,28 @@ void planner_fuses_large_tensors_where_told(void**) {
   assert_true(batches[0].fused);
   assert_int_equal(batches[0].items.size(), 3);  // big1, small, big2
   assert_int_equal(batches[0].bytes, 1840);
-  assert_true(batches[0].pad_last_piece);  // pieces of one size
-  assert_true(batches[1].pad_last_piece);
+  assert_true(batches[0].fuses_large);
+  assert_true(batches[0].equal_pieces);  // pieces of one size
+  assert_true(batches[1].fuses_large);
+  assert_true(batches[1].equal_pieces);
   assert_true(batches[1].fused);
   assert_int_equal(batches[1].items[0], 3);  // big3
   for (size_t b = 2; b < 6; ++b) {
     assert_false(batches[b].fused);
     assert_int_equal(batches[b].items[0], b + 2);
     // Alone, huge still goes in pieces of one size, as the set's batches do.
-    assert_int_equal(batches[b].pad_last_piece, b == 5);
+    assert_int_equal(batches[b].fuses_large, b == 5);
+    assert_int_equal(batches[b].equal_pieces, b == 5);
+  }
+
+  // Within one node: the same batches, their last pieces left short.
+  config.equal_pieces = nullptr;
+  batches = plan_batches(rs, config);
+  assert_int_equal(batches.size(), 6);
+  assert_int_equal(batches[0].items.size(), 3);
+  for (size_t b = 0; b < 6; ++b) {
+    assert_int_equal(batches[b].fuses_large, b < 2 || b == 5);
+    assert_false(batches[b].equal_pieces);
   }
 
   config.fuse_large = [](int32_t) { return false; };  // as without the option
@@ -513,7 +528,8 @@ void planner_fuses_large_tensors_where_told(void**) {
   assert_int_equal(batches.size(), rs.size());
   for (size_t b = 0; b < batches.size(); ++b) {
     assert_int_equal(batches[b].fused, b == 1);  // small
-    assert_false(batches[b].pad_last_piece);
+    assert_false(batches[b].fuses_large);
+    assert_false(batches[b].equal_pieces);
   }
 }
 
