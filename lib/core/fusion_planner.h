@@ -18,9 +18,9 @@ struct FusionConfig {
   int64_t inplace_min_bytes = 256 << 10;  // tensors this large are reduced alone...
   bool disable_group_fusion = false;
   // ...unless this says yes for their process set: then host allreduces of every size
-  // up to the threshold join fused batches, which the executor reduces in pieces of
-  // one size, each piece in the tensors' own memory where it lies in one tensor (or in
-  // one run of in-place tensors back to back). Over TCP a stream of equal pieces runs
+  // up to the threshold join fused batches, which the executor reduces piece by piece,
+  // each piece in the tensors' own memory where it lies in one tensor (or in one run
+  // of in-place tensors back to back). Over TCP a stream of equal pieces runs
   // much faster than one call sequence per tensor with its odd-sized tail (see
   // docs/performance.md, 2026-11-27 07:15 entry); over shared memory the pieces that
   // straddle two tensors cost more in copies than they save. It must answer the same
