@@ -264,8 +264,10 @@ int run_workload_mode(const Options& o) {
     if (record) m.seconds.push_back(elapsed);
   };
 
-  // Each repetition starts with a different strategy, so none always runs first
-  // (after the barrier) or right after the same neighbour.
+  // Each repetition starts with a different strategy, so none always runs first (after
+  // the barrier). Within a repetition the order stays, so each strategy follows the same
+  // neighbour in n - 1 of n repetitions; a shuffled order gave the same ratios
+  // (docs/performance.md, 2026-11-29 07:00 entry).
   const size_t n = results.size();
   for (int rep = 0; rep < o.warmup + o.iters; ++rep) {
     for (size_t j = 0; j < n; ++j) run_case(results[(rep + j) % n], rep >= o.warmup);
