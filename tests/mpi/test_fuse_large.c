@@ -67,8 +67,9 @@ static void layouts_reduce_right(void** state) {
 /* Large tensors pushed together share collectives where the option says so, and take
  * one each where it does not. Every rank counts the same collectives. Alone, each
  * sends its exact bytes; fused, at least as much (across nodes a batch sends its short
- * last piece padded to the others' size). Each tensor in an allocation of its own: tensors back to
- * back in one buffer are fused under auto wherever they run (test_back_to_back.c). */
+ * last piece padded to the others' size). Each tensor in an allocation of its own:
+ * tensors back to back in one buffer are fused under auto wherever they run
+ * (test_back_to_back.c). */
 static void large_tensors_fuse_as_configured(void** state) {
   (void)state;
   /* 20 KB: five pieces, above HVD_INPLACE_MIN_BYTES and above HVD_SPECULATIVE_BYTES
