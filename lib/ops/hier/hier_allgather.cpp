@@ -49,14 +49,13 @@ Error HierarchicalAllgather::allgatherv(const void* send, void* recv,
     node_bytes += local_counts[l];
   }
   const int64_t my_bytes = local_counts[layout_.local_rank];
-  std::vector<char> own;
-  const char* src = static_cast<const char*>(send);
-  // send may lie inside recv, which the broadcast overwrites: keep a copy.
-  own.assign(src, src + my_bytes);
+  // send may lie inside recv (the fused batch gathers in place). The gather below has
+  // read it before anything writes recv (the leader's reordering, the broadcast), and
+  // what lands on this rank's block is its own bytes: no copy is needed.
   const bool leader = layout_.local_rank == 0;
   char* node_buf =
       leader ? reinterpret_cast<char*>(node_buf_.reserve(static_cast<size_t>(node_bytes) + 1)) : nullptr;
-  int rc = MPI_Gatherv(own.data(), static_cast<int>(my_bytes), bytes_type,
+  int rc = MPI_Gatherv(send, static_cast<int>(my_bytes), bytes_type,
                        node_buf, local_counts.data(), local_displs.data(),
                        bytes_type, 0, layout_.local);
   if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Gatherv (hierarchical allgather, local)");
