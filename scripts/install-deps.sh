@@ -24,7 +24,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   mpich libmpich-dev openmpi-bin libopenmpi-dev \
   hwloc libhwloc-dev libcmocka-dev libcli11-dev iproute2 util-linux procps \
   python3 python3-dev python3-venv python3-pip python3-numpy python3-pytest python3-torch \
-  python3-matplotlib \
+  python3-matplotlib cargo \
   >/dev/null
 
 # mpi4py from PyPI, compiled against one MPI, in a venv that still sees Debian's numpy
