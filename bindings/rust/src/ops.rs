@@ -247,6 +247,28 @@ impl Slots {
         let rows_per_rank = slots.per_rank.iter().map(|&r| usize::try_from(r).unwrap_or(0)).collect();
         Ok(Gathered { data, rows, rows_per_rank })
     }
+
+    /// The Op of a call that fills these slots: on a refused call the slots are
+    /// taken back at once; otherwise `keep` (what the call reads until its wait) and
+    /// the slots live until the wait makes the result.
+    fn op<'a, T: Element, K: 'a>(
+        slots: *mut Slots,
+        row_len: usize,
+        raw: Result<ffi::hvd_handle_t>,
+        keep: K,
+    ) -> Result<Op<'a, Gathered<T>>> {
+        let raw = match raw {
+            Ok(raw) => raw,
+            Err(e) => return Slots::finish::<T>(slots, row_len, Err(e)).map(|_| unreachable!()),
+        };
+        Ok(Op {
+            raw,
+            finish: Box::new(move |r| {
+                drop(keep);
+                Slots::finish(slots, row_len, r)
+            }),
+        })
+    }
 }
 
 pub(crate) fn allgather<'a, T: Element>(
@@ -275,17 +297,7 @@ pub(crate) fn allgather<'a, T: Element>(
             h,
         )
     });
-    let raw = match raw {
-        Ok(raw) => raw,
-        Err(e) => return Slots::finish::<T>(slots, row_len, Err(e)).map(|_| unreachable!()),
-    };
-    Ok(Op {
-        raw,
-        finish: Box::new(move |r| {
-            drop((c, shape, input));
-            Slots::finish(slots, row_len, r)
-        }),
-    })
+    Slots::op(slots, row_len, raw, (c, shape, input))
 }
 
 pub(crate) fn alltoall<'a, T: Element>(
@@ -332,17 +344,7 @@ pub(crate) fn alltoall<'a, T: Element>(
             h,
         )
     });
-    let raw = match raw {
-        Ok(raw) => raw,
-        Err(e) => return Slots::finish::<T>(slots, row_len, Err(e)).map(|_| unreachable!()),
-    };
-    Ok(Op {
-        raw,
-        finish: Box::new(move |r| {
-            drop((c, shape, splits, input));
-            Slots::finish(slots, row_len, r)
-        }),
-    })
+    Slots::op(slots, row_len, raw, (c, shape, splits, input))
 }
 
 pub(crate) fn reducescatter<'a, T: Element>(
