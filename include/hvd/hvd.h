@@ -325,7 +325,8 @@ HVD_API hvd_status_t hvd_alltoall_async(const void* sendbuf, int ndim, const int
                                         const hvd_op_options_t* options,
                                         hvd_handle_t* handle);
 
-/* Reduces the tensor across ranks (SUM or AVERAGE) and leaves set rank r with its
+/* Reduces the tensor across ranks (SUM, AVERAGE, MIN, MAX or PRODUCT: Horovod's
+ * reducescatter takes the first two; ADASUM is UNSUPPORTED) and leaves set rank r with its
  * block of rows: hvd_reducescatter_rows(shape[0], r, size) rows, the first
  * shape[0] % size ranks getting one extra. recvbuf is provided by the caller.
  * Small tensors ready together (below HVD_INPLACE_MIN_BYTES, 256 KiB by

@@ -1,5 +1,5 @@
 /* Reducescatter: SUM and AVERAGE, uneven first dimension, prescale/postscale, in place,
- * every dtype that can be summed. */
+ * every dtype that can be summed; MIN, MAX and PRODUCT (beyond Horovod's two ops). */
 #include "test_util.h"
 
 static void sum_and_average_uneven_rows(void** state) {
@@ -34,6 +34,45 @@ static void sum_and_average_uneven_rows(void** state) {
         free(send);
         free(recv);
       }
+    }
+  }
+}
+
+/* MIN, MAX and PRODUCT reduce element by element like allreduce's, then scatter: each
+ * rank's block holds the reduction of every rank's rows (values that depend on the
+ * rank, with a negative one, so a sum or a wrong rank's data cannot pass). */
+static void min_max_product(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  const hvd_reduce_op_t ops[] = {HVD_OP_MIN, HVD_OP_MAX, HVD_OP_PRODUCT};
+  const hvd_dtype_t dtypes[] = {HVD_INT32, HVD_INT64, HVD_FLOAT32, HVD_FLOAT64};
+  const int64_t dim0 = 2 * size + 1, cols = 2;
+  int64_t shape[2] = {dim0, cols};
+  const int64_t my_rows = hvd_reducescatter_rows(dim0, rank, size);
+  int64_t first_row = 0;
+  for (int q = 0; q < rank; ++q) first_row += hvd_reducescatter_rows(dim0, q, size);
+  for (size_t o = 0; o < sizeof ops / sizeof ops[0]; ++o) {
+    for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; ++t) {
+      const hvd_dtype_t d = dtypes[t];
+      void* send = tu_alloc((size_t)(dim0 * cols) * tu_dtype_size(d));
+      void* recv = tu_alloc((size_t)(my_rows * cols) * tu_dtype_size(d));
+      /* Element g of rank q: (g + q) % 3 - 1, one of -1, 0, 1 (products stay exact). */
+      for (int64_t i = 0; i < dim0 * cols; ++i) tu_set(send, d, i, (double)((i + rank) % 3 - 1));
+      char name[48];
+      snprintf(name, sizeof name, "rs.op%d.%d", (int)ops[o], (int)d);
+      assert_hvd_ok(hvd_reducescatter(send, recv, 2, shape, d, ops[o], name, NULL));
+      for (int64_t i = 0; i < my_rows * cols; ++i) {
+        const int64_t g = first_row * cols + i;
+        double want = (double)((g + 0) % 3 - 1);
+        for (int q = 1; q < size; ++q) {
+          const double v = (double)((g + q) % 3 - 1);
+          want = ops[o] == HVD_OP_MIN ? fmin(want, v) : ops[o] == HVD_OP_MAX ? fmax(want, v) : want * v;
+        }
+        if (!tu_close(tu_get(recv, d, i), want, d))
+          fail_msg("%s [%lld]: %g != %g", name, (long long)i, tu_get(recv, d, i), want);
+      }
+      free(send);
+      free(recv);
     }
   }
 }
@@ -192,6 +231,7 @@ static void shape_mismatch(void** state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(sum_and_average_uneven_rows),
+      cmocka_unit_test(min_max_product),
       cmocka_unit_test(scaling_and_in_place),
       cmocka_unit_test(many_small_fused),
       cmocka_unit_test(grouped_reducescatter),
