@@ -76,6 +76,19 @@ def test_python_side_type_errors():
     assert_still_works("after.types")
 
 
+def test_scale_factors_must_be_numbers():
+    # float() would read "2"; a factor is a number (as Horovod's), and the message names
+    # the parameter. numpy scalars are numbers.
+    with pytest.raises(TypeError, match="prescale_factor must be a number, got str '2'"):
+        hvd.allreduce(np.ones(2), name="scale.str", prescale_factor="2")
+    with pytest.raises(TypeError, match="postscale_factor must be a number, got NoneType"):
+        hvd.allreduce(np.ones(2), name="scale.none", postscale_factor=None)
+    out = hvd.allreduce(np.ones(2), name="scale.numpy", op=hvd.Sum,
+                        prescale_factor=np.float32(2.0))
+    np.testing.assert_array_equal(out, np.full(2, 2.0 * hvd.size()))
+    assert_still_works("after.scales")
+
+
 def test_duplicate_name_in_flight():
     # Rank 0 holds "dup" in flight until the others get the "go" broadcast, which it
     # sends only after the duplicate was rejected: no race.

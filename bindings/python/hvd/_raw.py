@@ -38,6 +38,19 @@ class CallOptions(collections.namedtuple(
         return _capi.new_options(*self)
 
 
+def scale_factor(value, parameter):
+    """A prescale or postscale factor as a float: a number, or anything with
+    __float__ (a numpy scalar, a one-element tensor). A string is refused, which
+    float() would read: the factor is a number, as in Horovod."""
+    if value is None or isinstance(value, (str, bytes, bytearray)):
+        raise TypeError(f"{parameter} must be a number, got {type(value).__name__} {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"{parameter} must be a number, got {type(value).__name__} {value!r}") from exc
+
+
 # hvd.Handle and the registry of operations in flight: in C where hvd._fastpath was
 # built (hvd/_handle.c), else in Python (hvd/_pyhandle.py). Chosen once, here: the
 # enqueue path (`fast`, which tests swap for ctypes) does not change where handles live.

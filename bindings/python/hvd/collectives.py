@@ -53,7 +53,8 @@ def _inplace(array, function):
 
 
 def _options(process_set, prescale=1.0, postscale=1.0):
-    return _raw.CallOptions(float(prescale), float(postscale),
+    return _raw.CallOptions(_raw.scale_factor(prescale, "prescale_factor"),
+                            _raw.scale_factor(postscale, "postscale_factor"),
                             process_set_id=process_set_id(process_set))
 
 

@@ -72,7 +72,8 @@ def _options(tensor, process_set, prescale=1.0, postscale=1.0):
         device = tensor.device.index if tensor.device.index is not None \
             else torch.cuda.current_device()
         stream = torch.cuda.current_stream(device).cuda_stream or None
-    return _raw.CallOptions(float(prescale), float(postscale), device,
+    return _raw.CallOptions(_raw.scale_factor(prescale, "prescale_factor"),
+                            _raw.scale_factor(postscale, "postscale_factor"), device,
                             process_set_id(process_set), stream)
 
 
