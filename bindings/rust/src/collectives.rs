@@ -82,7 +82,7 @@ pub fn alltoall<T: Element>(
     ops::alltoall(input, row_len, send_splits, name, opts)?.wait()
 }
 
-/// Reduces the rows (Sum or Average) and returns this rank's block: the first
+/// Reduces the rows (any op but Adasum) and returns this rank's block: the first
 /// rows % size set ranks get one row more than the others.
 pub fn reducescatter<T: Element>(
     input: &[T],

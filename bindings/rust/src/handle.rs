@@ -178,7 +178,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         Ok(self.track(ops::alltoall(input, row_len, send_splits, name, opts)?))
     }
 
-    /// Starts a reducescatter (Sum or Average) of `input`'s rows; the result is
+    /// Starts a reducescatter (any op but Adasum) of `input`'s rows; the result is
     /// this rank's block of rows.
     pub fn reducescatter<T: Element>(
         &'scope self,
