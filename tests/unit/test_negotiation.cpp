@@ -45,6 +45,34 @@ void release_all(TensorQueue& queue, std::vector<Request>& drained) {
   queue.release_names(completed);
 }
 
+// A call of several requests (a group) is queued whole or not at all: a name in flight,
+// or one named twice in the call, refuses the call and leaves none of its names taken.
+void group_push_is_all_or_nothing(void**) {
+  TensorQueue queue;
+  auto group = [](std::vector<std::string> names) {
+    std::vector<Request> requests(names.size());
+    for (size_t i = 0; i < names.size(); ++i) requests[i].name = names[i];
+    return requests;
+  };
+  Request lone;
+  lone.name = "g.2";
+  assert_int_equal(queue.push(std::move(lone)).status, HVD_SUCCESS);
+  assert_int_equal(queue.push(group({"g.0", "g.1", "g.2", "g.3"})).status, HVD_ERR_DUPLICATE_NAME);
+  assert_int_equal(queue.push(group({"h.0", "h.1", "h.0"})).status, HVD_ERR_DUPLICATE_NAME);
+  std::vector<Request> drained;
+  std::vector<Refusal> refused;
+  queue.drain(&drained, &refused);
+  assert_int_equal(drained.size(), 1);  // the lone request only
+  release_all(queue, drained);
+  // Every name of the refused calls is free again: both go through now.
+  assert_int_equal(queue.push(group({"g.0", "g.1", "g.2", "g.3"})).status, HVD_SUCCESS);
+  assert_int_equal(queue.push(group({"h.0", "h.1"})).status, HVD_SUCCESS);
+  drained.clear();
+  queue.drain(&drained, &refused);
+  assert_int_equal(drained.size(), 6);
+  release_all(queue, drained);
+}
+
 void cache_evicts_least_recently_used(void**) {
   ResponseCache cache(3);
   std::string evicted;
@@ -683,6 +711,7 @@ int main() {
       cmocka_unit_test(cache_evicts_least_recently_used),
       cmocka_unit_test(cache_of_capacity_zero_holds_nothing),
       cmocka_unit_test(keys_hashed_once_match_keys_hashed_late),
+      cmocka_unit_test(group_push_is_all_or_nothing),
       cmocka_unit_test(names_are_interned_and_bounded),
       cmocka_unit_test(cache_bitmaps_follow_slots),
       cmocka_unit_test(fused_cursor_covers_every_element_once),
