@@ -3,8 +3,8 @@ read (docs/performance.md): present when measured, absent when not, ratios that
 agree with the medians, and no wrong elements. No timing is asserted.
 
 usage: check_bench_json.py KIND -- COMMAND...
-KIND: baseline (workload/tensors with --baseline), plain (without), latency,
-      sweep, idle
+KIND: baseline (workload/tensors with --baseline), plain (without), grouped
+      (plain with --grouped), latency, sweep, idle
 """
 import json
 import math
@@ -37,7 +37,8 @@ def check_ratio(line, key, reference):
 
 
 def check_step(line, baseline, latency):
-    for key in ("mode", "op", "ranks", "nodes", "hierarchical", "tensors", "bytes", "hvd_ms", "wrong"):
+    for key in ("mode", "op", "ranks", "nodes", "hierarchical", "contiguous", "grouped", "tensors",
+                "bytes", "hvd_ms", "wrong"):
         if key not in line:
             fail("key %s missing in %r" % (key, line))
     if not 1 <= line["nodes"] <= line["ranks"] or not isinstance(line["hierarchical"], bool):
@@ -151,6 +152,8 @@ def main():
         if len(lines) != 1:
             fail("one line per measured case expected, got %d" % len(lines))
         check_step(lines[0], baseline=kind in ("baseline", "latency"), latency=kind == "latency")
+        if lines[0]["grouped"] != (kind == "grouped"):
+            fail("grouped should be %s: %r" % (kind == "grouped", lines[0]))
     print("%d JSON line(s) checked" % len(lines))
 
 

@@ -102,6 +102,9 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   app.add_flag("--contiguous", o->contiguous,
                "lay the step's tensors out back to back in one allocation (a flat gradient "
                "buffer), which libhvd reduces where they are");
+  app.add_flag("--grouped", o->grouped,
+               "libhvd's step as one hvd_grouped_allreduce_async of every tensor (as a "
+               "framework hands over a bucket), not one call per tensor");
   app.add_flag("--huge-pages", o->huge_pages,
                "take the workload's buffers (tensors, packed and staging buffers of the "
                "references alike) from hvd_alloc_host: from 1 MiB up, 2 MiB pages");

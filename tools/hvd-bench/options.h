@@ -16,6 +16,7 @@ struct Options {
   bool json = false;
   bool baseline = false;
   bool contiguous = false;  // the step's tensors back to back in one allocation
+  bool grouped = false;     // libhvd's step as one grouped allreduce, not a call per tensor
   bool huge_pages = false;  // buffers from hvd_alloc_host (huge pages from 1 MiB up)
 
   // Repetitions: measured and warm-up.

@@ -128,12 +128,30 @@ void run_reference(const StrategyCase& c, TensorSet& set) {
   }
 }
 
-LibhvdStep::LibhvdStep(size_t tensors) : handles_(tensors) {
+LibhvdStep::LibhvdStep(size_t tensors, bool grouped) : grouped_(grouped), handles_(tensors) {
   names_.reserve(tensors);
   for (size_t t = 0; t < tensors; ++t) names_.push_back("hvd-bench.grad." + std::to_string(t));
 }
 
+void LibhvdStep::run_grouped(TensorSet& set) {
+  sends_.clear();
+  recvs_.clear();
+  counts_.clear();
+  for (size_t t = set.count(); t-- > 0;) {  // the backward pass's order, as below
+    sends_.push_back(set.tensor(t));
+    recvs_.push_back(set.tensor(t));
+    counts_.push_back(set.elements(t));
+  }
+  hvd_handle_t handle = 0;
+  check_hvd(hvd_grouped_allreduce_async(static_cast<int>(set.count()), sends_.data(),
+                                        recvs_.data(), counts_.data(), HVD_FLOAT32, HVD_OP_SUM,
+                                        "hvd-bench.grads", nullptr, &handle),
+            "hvd_grouped_allreduce_async");
+  check_hvd(hvd_wait(handle), "hvd_wait");
+}
+
 void LibhvdStep::run(TensorSet& set) {
+  if (grouped_) return run_grouped(set);
   // A backward pass produces the last layer's gradient first.
   for (size_t t = set.count(); t-- > 0;) {
     hvd_handle_t handle = 0;

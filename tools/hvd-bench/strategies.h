@@ -50,15 +50,23 @@ std::vector<StrategyCase> step_cases(bool with_references, int64_t total_bytes);
 void run_reference(const StrategyCase& c, TensorSet& set);
 
 // libhvd's step. Names stay the same from step to step, as a training loop's do,
-// so libhvd's response cache sees its steady state.
+// so libhvd's response cache sees its steady state. Grouped: the step's tensors in
+// one hvd_grouped_allreduce_async (as a framework hands over a bucket of gradients),
+// which shows what the per-tensor calls themselves cost.
 class LibhvdStep {
  public:
-  explicit LibhvdStep(size_t tensors);
+  LibhvdStep(size_t tensors, bool grouped);
   void run(TensorSet& set);
 
  private:
+  void run_grouped(TensorSet& set);
+
+  bool grouped_;
   std::vector<std::string> names_;
   std::vector<long long> handles_;
+  std::vector<const void*> sends_;
+  std::vector<void*> recvs_;
+  std::vector<int64_t> counts_;
 };
 
 }  // namespace hvdbench

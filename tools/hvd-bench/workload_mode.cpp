@@ -97,10 +97,12 @@ void print_table(const Options& o, const TensorSet& set, int size, const Layout&
                          ? "workload " + o.workload_path
                          : "tensors " + std::to_string(set.count()) + " x " +
                                std::to_string(set.elements(0)) + " floats";
-  std::printf("# hvd-bench %s: %zu tensors, %lld bytes, float32 sum in place, %d ranks on %d "
-              "node(s), allreduce %s\n",
-              what.c_str(), set.count(), static_cast<long long>(set.total_bytes()), size,
-              layout.nodes, layout.hierarchical_allreduce ? "hierarchical" : "flat");
+  std::printf("# hvd-bench %s: %zu tensors%s, %lld bytes, float32 sum in place, %d ranks on %d "
+              "node(s), allreduce %s; libhvd %s\n",
+              what.c_str(), set.count(), o.contiguous ? " back to back" : "",
+              static_cast<long long>(set.total_bytes()), size, layout.nodes,
+              layout.hierarchical_allreduce ? "hierarchical" : "flat",
+              o.grouped ? "in one grouped call a step" : "in a call per tensor");
   std::printf("# %d repetitions after %d warm-up, %d step(s) per repetition; times per step, "
               "slowest rank\n", o.iters, o.warmup, inner);
   std::printf("# %-22s %12s %12s %12s %14s %8s\n", "strategy", "median(ms)", "min(ms)", "max(ms)",
@@ -187,6 +189,7 @@ void print_json(const Options& o, const TensorSet& set, int size, const Layout& 
       .add("nodes", layout.nodes)
       .add("hierarchical", layout.hierarchical_allreduce)
       .add("contiguous", o.contiguous)
+      .add("grouped", o.grouped)
       .add("huge_pages", o.huge_pages)
       .add("tensors", static_cast<long long>(set.count()))
       .add("bytes", static_cast<long long>(set.total_bytes()))
@@ -237,7 +240,7 @@ int run_workload_mode(const Options& o) {
   std::vector<Measured> results;
   for (const StrategyCase& c : step_cases(o.baseline, set.total_bytes()))
     results.push_back(Measured{c, {}, 0, {}});
-  LibhvdStep libhvd(set.count());
+  LibhvdStep libhvd(set.count(), o.grouped);
   const Layout layout = job_layout();
   CoreDistance cores;
   cores.start_ns = core_round_trip_ns();
