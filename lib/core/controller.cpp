@@ -34,6 +34,7 @@ Controller::Controller(int world_rank, int world_size, size_t cache_capacity,
       words_((cache_capacity + 63) / 64),
       sets_(sets),
       cache_(cache_capacity),
+      churn_(cache_capacity),
       waiting_(cache_capacity),
       waiting_bits_(words_, 0),
       joined_(static_cast<size_t>(world_size), 0) {}
@@ -267,6 +268,7 @@ size_t Controller::set_cache_enabled(bool enabled) {
   invalid_slots_.clear();
   cache_enabled_ = enabled;
   cache_ = ResponseCache(enabled ? cache_capacity_ : 0);
+  churn_ = CacheChurn(cache_.capacity());
   words_ = (cache_.capacity() + 63) / 64;
   waiting_ = std::vector<Local>(cache_.capacity());
   waiting_bits_.assign(words_, 0);
@@ -637,7 +639,18 @@ void Controller::add_response(Response&& response) {
     const int slot = cache_.put(response, &evicted);
     // The evicted tensor's slot now holds this one: a request waiting for the evicted
     // one is announced by name instead.
-    if (!evicted.empty()) stop_waiting(slot);
+    if (!evicted.empty()) {
+      stop_waiting(slot);
+      churn_.evicted(evicted);
+    }
+    if (slot >= 0 && churn_.inserted(cache_.at(slot).key) && world_rank_ == 0)
+      HVD_LOG(Warning,
+              "the response cache holds %zu tensors (HOROVOD_CACHE_CAPACITY) and %zu tensors "
+              "have come back after it evicted them: the steps cycle through more tensors "
+              "than it holds, so each of them is negotiated by name every step, several "
+              "times the cost of a cached one. Set HOROVOD_CACHE_CAPACITY above the number "
+              "of tensors a step reduces.",
+              cache_.capacity(), churn_.returned());
   }
   add_ready(std::move(response));
 }

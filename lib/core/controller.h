@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/tensor_key.h"
+#include "core/cache_churn.h"
 #include "core/node_pool.h"
 #include "core/process_sets.h"
 #include "core/response.h"
@@ -216,6 +217,7 @@ class Controller {
   size_t words_;
   ProcessSetTable* sets_;
   ResponseCache cache_;
+  CacheChurn churn_;  // says when steps cycle through more tensors than cache_ holds
   // Local requests are pending in one of two places. Those the response cache knows
   // wait on their slot: waiting_[slot], one at most per slot (a name is in flight once),
   // found by slot without a lookup: in steady state every tensor of a step. The rest

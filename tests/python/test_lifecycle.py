@@ -61,3 +61,31 @@ def test_init_with_static_process_sets():
     # A rank that shuts down early would fail the others' work: meet first.
     hvd.allreduce(np.ones(1), name="evens.done")
     hvd.shutdown()
+
+
+def _steps_of_named_allreduces(tensors, steps):
+    for _ in range(steps):
+        handles = [hvd.allreduce_async(np.ones(4), op=hvd.Sum, name=f"churn.{t}")
+                   for t in range(tensors)]
+        for h in handles:
+            np.testing.assert_array_equal(h.wait(), np.full(4, float(hvd.size())))
+
+
+@pytest.mark.parametrize("capacity, warned", [(8, True), (64, False)])
+def test_a_response_cache_smaller_than_a_step_is_reported(capfd, monkeypatch, capacity, warned):
+    # 20 tensors a step: more than 8 slots hold, so each is evicted before it comes
+    # back and negotiated by name every step; 64 slots hold them all.
+    monkeypatch.setenv("HOROVOD_CACHE_CAPACITY", str(capacity))
+    hvd.init()
+    capfd.readouterr()
+    _steps_of_named_allreduces(tensors=20, steps=4)
+    hvd.allreduce(np.ones(1), name="churn.done")  # every rank's log is written by now
+    err = capfd.readouterr().err
+    rank = hvd.rank()
+    hvd.shutdown()
+    told = err.count("the response cache holds")
+    # Once, on rank 0 only, naming the setting and the cache's size.
+    assert told == (1 if warned and rank == 0 else 0), err
+    if told:
+        assert f"holds {capacity} tensors (HOROVOD_CACHE_CAPACITY)" in err
+        assert "Set HOROVOD_CACHE_CAPACITY above the number of tensors" in err

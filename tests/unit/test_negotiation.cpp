@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "core/agreement.h"
+#include "core/cache_churn.h"
 #include "core/fusion_planner.h"
 #include "core/name_table.h"
 #include "core/response_cache.h"
@@ -71,6 +72,30 @@ void group_push_is_all_or_nothing(void**) {
   queue.drain(&drained, &refused);
   assert_int_equal(drained.size(), 6);
   release_all(queue, drained);
+}
+
+// Churn is told once, when a whole cache's worth of evicted tensors came back; names
+// that never come back (made up for every call) are not counted.
+void cache_churn_counts_tensors_that_come_back(void**) {
+  CacheChurn made_up(CacheChurn::kMinReturns);
+  for (int i = 0; i < 1000; ++i) {
+    const std::string name = "noname." + std::to_string(i);
+    assert_false(made_up.inserted(name));
+    made_up.evicted(name);
+  }
+  assert_int_equal(made_up.returned(), 0);
+
+  CacheChurn cycling(CacheChurn::kMinReturns);
+  int told = 0;
+  for (int step = 0; step < 5; ++step) {
+    for (int t = 0; t < 20; ++t) {  // 20 tensors through 16 slots: each evicted in turn
+      const std::string name = "grad." + std::to_string(t);
+      told += cycling.inserted(name);
+      cycling.evicted(name);
+    }
+  }
+  assert_int_equal(told, 1);
+  assert_true(cycling.returned() >= CacheChurn::kMinReturns);
 }
 
 void cache_evicts_least_recently_used(void**) {
@@ -712,6 +737,7 @@ int main() {
       cmocka_unit_test(cache_of_capacity_zero_holds_nothing),
       cmocka_unit_test(keys_hashed_once_match_keys_hashed_late),
       cmocka_unit_test(group_push_is_all_or_nothing),
+      cmocka_unit_test(cache_churn_counts_tensors_that_come_back),
       cmocka_unit_test(names_are_interned_and_bounded),
       cmocka_unit_test(cache_bitmaps_follow_slots),
       cmocka_unit_test(fused_cursor_covers_every_element_once),
