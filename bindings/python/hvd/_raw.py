@@ -175,15 +175,15 @@ def allreduce(send, recv, count, dtype, op, name, options, keepalive, finish, sh
 
 
 def grouped_allreduce(sends, recvs, counts, dtype, op, name, options, keepalive, finish,
-                      shapes=None):
-    """shapes: the members' shapes; libhvd compares the shape of a group of one."""
+                      lone_shape=None):
+    """lone_shape: the member's shape in a group of one (libhvd compares it), else None
+    (callers skip reading a thousand shapes nobody compares: 0.13 ms in torch)."""
     n = len(sends)
     if fast is not None:
         return fast.grouped_allreduce(sends, recvs, counts, dtype, op, name, *options,
-                                      shapes[0] if shapes and n == 1 else None, keepalive,
-                                      finish, None)
+                                      lone_shape if n == 1 else None, keepalive, finish, None)
     options = options.c()
-    shape_arr = _capi.set_shape(options, shapes[0]) if shapes and n == 1 else None
+    shape_arr = _capi.set_shape(options, lone_shape) if lone_shape is not None and n == 1 else None
     send_arr = (ctypes.c_void_p * n)(*sends)
     recv_arr = (ctypes.c_void_p * n)(*recvs)
     count_arr = (ctypes.c_int64 * n)(*counts)
