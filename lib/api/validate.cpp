@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "base/dtype.h"
 #include "core/enqueue.h"
@@ -273,6 +275,41 @@ Error check_group(int ntensors, std::initializer_list<ArrayArgument> arrays, con
                       ntensors);
   for (const ArrayArgument& a : arrays)
     if (!a.pointer) return make_error(HVD_ERR_INVALID_ARGUMENT, "%s: %s must not be NULL", op, a.name);
+  return Error::success();
+}
+
+Error check_outputs_apart(int ntensors, void* const* recvbufs, const int64_t* counts,
+                          hvd_dtype_t dtype) {
+  struct Range {
+    uintptr_t begin, end;
+    int member;
+  };
+  const int64_t esize = static_cast<int64_t>(dtype_size(dtype));
+  std::vector<Range> ranges;
+  ranges.reserve(static_cast<size_t>(ntensors));
+  for (int i = 0; i < ntensors; ++i) {
+    if (!recvbufs[i] || counts[i] <= 0 || counts[i] > INT64_MAX / esize) continue;
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(recvbufs[i]);
+    ranges.push_back({begin, begin + static_cast<uintptr_t>(counts[i] * esize), i});
+  }
+  // A step's tensors usually come in address order, or its reverse: sorting is then
+  // skipped (a thousand members cost 20-30 us to sort).
+  auto ascending = [](const Range& a, const Range& b) { return a.begin < b.begin; };
+  if (std::is_sorted(ranges.rbegin(), ranges.rend(), ascending))
+    std::reverse(ranges.begin(), ranges.end());
+  else if (!std::is_sorted(ranges.begin(), ranges.end(), ascending))
+    std::sort(ranges.begin(), ranges.end(), ascending);
+  for (size_t k = 1; k < ranges.size(); ++k) {
+    const Range& before = ranges[k - 1];
+    const Range& after = ranges[k];
+    if (after.begin < before.end)
+      return make_error(HVD_ERR_INVALID_ARGUMENT,
+                        "tensors %d and %d of the group write overlapping memory (one tensor "
+                        "given twice, or overlapping views): it would be reduced twice; give "
+                        "each tensor once",
+                        std::min(before.member, after.member),
+                        std::max(before.member, after.member));
+  }
   return Error::success();
 }
 

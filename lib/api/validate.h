@@ -107,6 +107,11 @@ struct ArrayArgument {
   const char* name;
 };
 Error check_group(int ntensors, std::initializer_list<ArrayArgument> arrays, const char* op);
+// A group's outputs lie apart: two members that write the same memory (one tensor given
+// twice, overlapping views) would have it reduced twice, or read after the other wrote
+// it, silently wrong. Members whose count is invalid are left to their own checks.
+Error check_outputs_apart(int ntensors, void* const* recvbufs, const int64_t* counts,
+                          hvd_dtype_t dtype);
 // Member i of a group is named "<base>.<i>".
 std::string group_member_name(const std::string& base, int i);
 // Builds each member's request with make_member(i, member name, &request), marks it

@@ -327,6 +327,34 @@ static void invalid_options_shape(void** state) {
   runtime_still_works();
 }
 
+/* A group whose outputs overlap (a tensor given twice, overlapping views) is refused:
+ * its memory would be reduced twice. Members in any order; side by side is fine. */
+static void group_outputs_overlap(void** state) {
+  (void)state;
+  float a[16];
+  for (int i = 0; i < 16; ++i) a[i] = 1.0f;
+  const void* sends[3] = {a, a + 8, a + 4};
+  void* recvs[3] = {a, a + 8, a + 4};
+  const int64_t counts[3] = {8, 8, 8};
+  assert_hvd_status(hvd_grouped_allreduce(3, sends, recvs, counts, HVD_FLOAT32, HVD_OP_SUM,
+                                          "grp.overlap", NULL),
+                    HVD_ERR_INVALID_ARGUMENT);
+  assert_last_error_mentions("tensors 0 and 2", "overlapping memory");
+  const void* down_sends[2] = {a + 8, a};
+  void* down[2] = {a + 8, a};
+  const int64_t down_counts[2] = {8, 9}; /* descending addresses, one element shared */
+  assert_hvd_status(hvd_grouped_allreduce(2, down_sends, down, down_counts, HVD_FLOAT32,
+                                          HVD_OP_SUM, "grp.overlap", NULL),
+                    HVD_ERR_INVALID_ARGUMENT);
+  assert_last_error_mentions("tensors 0 and 1", NULL);
+  for (int i = 0; i < 16; ++i) assert_true(a[i] == 1.0f); /* nothing was reduced */
+  const int64_t apart[2] = {8, 8};
+  assert_hvd_ok(hvd_grouped_allreduce(2, down_sends, down, apart, HVD_FLOAT32, HVD_OP_SUM,
+                                      "grp.overlap", NULL));
+  for (int i = 0; i < 16; ++i) assert_true(a[i] == (float)hvd_size());
+  runtime_still_works();
+}
+
 /* Automatic names stay in step whatever a call's fate on each rank: every rank makes
  * unnamed calls that are refused, each rank for a different reason (some were refused
  * before the name was taken, some after), and unnamed calls after them still match. */
@@ -420,6 +448,7 @@ int main(void) {
       cmocka_unit_test(mismatched_bool_average), cmocka_unit_test(mismatched_adasum),
       cmocka_unit_test(agreed_impossible_reductions), cmocka_unit_test(scalar_rows),
       cmocka_unit_test(groups_of_different_sizes),
+      cmocka_unit_test(group_outputs_overlap),
   };
   return cmocka_run_group_tests_name("errors", tests, tu_group_init, tu_group_shutdown);
 }

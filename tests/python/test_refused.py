@@ -150,3 +150,34 @@ def test_a_framework_error_before_the_call_is_announced_too(monkeypatch):
         assert_peer_refused(info, "py.ref.runtime", "could not prepare")
     out = ht.allreduce(torch.ones(2), op=hvd.Sum, name="py.ref.runtime")
     assert torch.equal(out, torch.full((2,), float(hvd.size())))
+
+
+def test_torch_group_that_writes_one_tensor_twice():
+    # The last rank gives one tensor twice (its memory would be reduced twice): it gets
+    # the library's InvalidArgumentError naming the two members, the others a
+    # MismatchError naming it, and the group works again once each tensor is given once.
+    big = torch.ones(1 << 17)  # 512 KB: reduced where it lies
+    other = torch.ones(1 << 17)
+    group = [big, big] if refusing() else [big, other]
+    if refusing():
+        with pytest.raises(hvd.InvalidArgumentError) as info:
+            ht.grouped_allreduce_(group, op=hvd.Sum, name="py.ref.twice")
+        assert "tensors 0 and 1 of the group write overlapping memory" in str(info.value)
+    else:
+        with pytest.raises(hvd.MismatchError) as info:
+            ht.grouped_allreduce_(group, op=hvd.Sum, name="py.ref.twice")
+        assert_peer_refused(info, "py.ref.twice", "overlapping memory")
+    assert torch.equal(big, torch.ones(1 << 17))  # nothing was reduced
+    ht.grouped_allreduce_([big, other], op=hvd.Sum, name="py.ref.twice")
+    assert torch.equal(big, torch.full((1 << 17,), float(hvd.size())))
+
+
+def test_torch_group_of_overlapping_views_on_every_rank():
+    base = torch.arange(16.0)
+    with pytest.raises(hvd.InvalidArgumentError) as info:
+        ht.grouped_allreduce_([base[:8], base[10:], base[4:12]], op=hvd.Sum, name="py.ref.views")
+    assert "tensors 0 and 2 of the group" in str(info.value)
+    assert torch.equal(base, torch.arange(16.0))
+    # Views side by side do not overlap: reduced, each once.
+    ht.grouped_allreduce_([base[:8], base[8:]], op=hvd.Sum, name="py.ref.views")
+    assert torch.equal(base, torch.arange(16.0) * hvd.size())
