@@ -22,6 +22,15 @@ void TensorQueue::key_into(int32_t process_set, const std::string& name, std::st
   out->append(name);
 }
 
+namespace {
+Error name_in_flight(const std::string& name) {
+  return make_error(HVD_ERR_DUPLICATE_NAME,
+                    "a tensor named '%s' is already in flight on this rank; wait for its "
+                    "handle before reusing the name, or give this one another name",
+                    name.c_str());
+}
+}  // namespace
+
 Error TensorQueue::push(std::vector<Request>&& requests) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -33,10 +42,7 @@ Error TensorQueue::push(std::vector<Request>&& requests) {
     for (size_t i = 0; i < requests.size(); ++i) {
       if (acquire_name(requests[i])) continue;
       for (size_t j = 0; j < i; ++j) release_locked(requests[j]);
-      return make_error(HVD_ERR_DUPLICATE_NAME,
-                        "a tensor named '%s' is already in flight on this rank; wait for "
-                        "its handle before reusing the name, or give this one another name",
-                        requests[i].name.c_str());
+      return name_in_flight(requests[i].name);
     }
     bool notify = false;
     for (Request& r : requests) {
@@ -63,10 +69,7 @@ Error TensorQueue::push(Request&& request, std::string* spare_name) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closed_) return make_error(HVD_ERR_SHUT_DOWN, "%s", close_reason_.c_str());
     if (!acquire_name(request))
-      return make_error(HVD_ERR_DUPLICATE_NAME,
-                        "a tensor named '%s' is already in flight on this rank; wait for "
-                        "its handle before reusing the name, or give this one another name",
-                        request.name.c_str());
+      return name_in_flight(request.name);
     NameTable::remember(request);
     const bool notify = note_push_locked(request.handle);
     queue_.push_back(std::move(request));

@@ -42,13 +42,12 @@ def scale_factor(value, parameter):
     """A prescale or postscale factor as a float: a number, or anything with
     __float__ (a numpy scalar, a one-element tensor). A string is refused, which
     float() would read: the factor is a number, as in Horovod."""
-    if value is None or isinstance(value, (str, bytes, bytearray)):
-        raise TypeError(f"{parameter} must be a number, got {type(value).__name__} {value!r}")
-    try:
-        return float(value)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(
-            f"{parameter} must be a number, got {type(value).__name__} {value!r}") from exc
+    if value is not None and not isinstance(value, (str, bytes, bytearray)):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            pass
+    raise TypeError(f"{parameter} must be a number, got {type(value).__name__} {value!r}")
 
 
 # hvd.Handle and the registry of operations in flight: in C where hvd._fastpath was
@@ -175,15 +174,16 @@ def allreduce(send, recv, count, dtype, op, name, options, keepalive, finish, sh
 
 
 def grouped_allreduce(sends, recvs, counts, dtype, op, name, options, keepalive, finish,
-                      lone_shape=None):
-    """lone_shape: the member's shape in a group of one (libhvd compares it), else None
-    (callers skip reading a thousand shapes nobody compares: 0.13 ms in torch)."""
+                      members=None):
+    """members: the arrays or tensors (anything with .shape); libhvd compares the shape
+    of a group of one only, so only then is it read (a thousand torch shapes: 0.13 ms)."""
     n = len(sends)
+    lone_shape = members[0].shape if members is not None and n == 1 else None
     if fast is not None:
         return fast.grouped_allreduce(sends, recvs, counts, dtype, op, name, *options,
-                                      lone_shape if n == 1 else None, keepalive, finish, None)
+                                      lone_shape, keepalive, finish, None)
     options = options.c()
-    shape_arr = _capi.set_shape(options, lone_shape) if lone_shape is not None and n == 1 else None
+    shape_arr = _capi.set_shape(options, lone_shape) if lone_shape is not None else None
     send_arr = (ctypes.c_void_p * n)(*sends)
     recv_arr = (ctypes.c_void_p * n)(*recvs)
     count_arr = (ctypes.c_int64 * n)(*counts)

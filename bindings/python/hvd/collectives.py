@@ -162,7 +162,7 @@ def grouped_allreduce_async(arrays, op=Average, name=None, prescale_factor=1.0,
                                   reduce_op(op, "grouped_allreduce"), name, opts,
                                   (srcs, outs),
                                   lambda: [o.reshape(s) for o, s in zip(outs, shapes)],
-                                  lone_shape=srcs[0].shape if len(srcs) == 1 else None)
+                                  members=srcs)
 
 
 def grouped_allreduce(arrays, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
@@ -181,7 +181,7 @@ def grouped_allreduce_async_(arrays, op=Average, name=None, prescale_factor=1.0,
     return _raw.grouped_allreduce(ptrs, ptrs, [a.size for a in arrays], code,
                                   reduce_op(op, "grouped_allreduce_"), name,
                                   opts, arrays, lambda: arrays,
-                                  lone_shape=arrays[0].shape if len(arrays) == 1 else None)
+                                  members=arrays)
 
 
 def grouped_allreduce_(arrays, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,

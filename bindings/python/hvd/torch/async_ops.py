@@ -295,7 +295,7 @@ def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale
         ptrs = [b.data_ptr() for b in bufs]
         return _raw.grouped_allreduce(ptrs, ptrs, [b.numel() for b in bufs], code, op,
                                       part_name, opts, (members, bufs), finish,
-                                      lone_shape=bufs[0].shape if len(bufs) == 1 else None)
+                                      members=bufs)
     return _start_group(tensors, name, "grouped_allreduce_async_", start)
 
 
@@ -313,7 +313,7 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
         return _raw.grouped_allreduce([s.data_ptr() for s in srcs],
                                       [o.data_ptr() for o in outs], [s.numel() for s in srcs],
                                       code, op, part_name, opts, (srcs, outs), lambda: outs,
-                                      lone_shape=srcs[0].shape if len(srcs) == 1 else None)
+                                      members=srcs)
     return _start_group(tensors, name, "grouped_allreduce_async", start)
 
 
