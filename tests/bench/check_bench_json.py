@@ -4,7 +4,7 @@ agree with the medians, and no wrong elements. No timing is asserted.
 
 usage: check_bench_json.py KIND -- COMMAND...
 KIND: baseline (workload/tensors with --baseline), plain (without), grouped
-      (plain with --grouped), latency, sweep, idle
+      (plain with --grouped), buckets (plain with --bucket-mb), latency, sweep, idle
 """
 import json
 import math
@@ -37,8 +37,8 @@ def check_ratio(line, key, reference):
 
 
 def check_step(line, baseline, latency):
-    for key in ("mode", "op", "ranks", "nodes", "hierarchical", "contiguous", "grouped", "tensors",
-                "bytes", "hvd_ms", "wrong"):
+    for key in ("mode", "op", "ranks", "nodes", "hierarchical", "contiguous", "grouped",
+                "bucket_bytes", "tensors", "bytes", "hvd_ms", "wrong"):
         if key not in line:
             fail("key %s missing in %r" % (key, line))
     if not 1 <= line["nodes"] <= line["ranks"] or not isinstance(line["hierarchical"], bool):
@@ -154,6 +154,10 @@ def main():
         check_step(lines[0], baseline=kind in ("baseline", "latency"), latency=kind == "latency")
         if lines[0]["grouped"] != (kind == "grouped"):
             fail("grouped should be %s: %r" % (kind == "grouped", lines[0]))
+        if (lines[0]["bucket_bytes"] > 0) != (kind == "buckets"):
+            fail("bucket_bytes should be %s: %r" % ("> 0" if kind == "buckets" else "0", lines[0]))
+        if kind == "buckets" and not lines[0]["contiguous"]:
+            fail("buckets are views of one flat buffer: contiguous should be true: %r" % lines[0])
     print("%d JSON line(s) checked" % len(lines))
 
 

@@ -68,6 +68,7 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   std::string collective = "allreduce";
   int check = 1;
   int64_t tensors = 0, count = 0;
+  double bucket_mb = 0;
 
   app.add_option("-b,--minbytes", min_bytes, "sweep: smallest size in bytes (K, M, G suffixes)");
   app.add_option("-e,--maxbytes", max_bytes, "sweep: largest size in bytes");
@@ -105,6 +106,12 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
   app.add_flag("--grouped", o->grouped,
                "libhvd's step as one hvd_grouped_allreduce_async of every tensor (as a "
                "framework hands over a bucket), not one call per tensor");
+  app.add_option("--bucket-mb", bucket_mb,
+                 "libhvd's step as one hvd_allreduce_async per bucket: consecutive tensors of "
+                 "the flat buffer, up to this many MiB (a larger tensor alone), as "
+                 "DistributedOptimizer(gradient_as_bucket_view=True) and DDP hand gradients "
+                 "over; implies --contiguous")
+      ->check(CLI::Range(1e-6, 1e6));
   app.add_flag("--huge-pages", o->huge_pages,
                "take the workload's buffers (tensors, packed and staging buffers of the "
                "references alike) from hvd_alloc_host: from 1 MiB up, 2 MiB pages");
@@ -152,6 +159,14 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
     o->tensor_counts.assign(static_cast<size_t>(tensors), count);
   } else {
     o->mode = Mode::Sweep;
+  }
+
+  if (bucket_mb > 0) {
+    if (o->mode != Mode::Workload && o->mode != Mode::Tensors)
+      return fail("--bucket-mb goes with --workload or --tensors/--count");
+    if (o->grouped) return fail("choose one of --grouped and --bucket-mb");
+    o->bucket_bytes = std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * 1048576.0));
+    o->contiguous = true;  // buckets are views of one flat buffer
   }
 
   if (o->mode != Mode::Sweep && o->mode != Mode::Idle && o->redop != "sum")

@@ -17,6 +17,9 @@ struct Options {
   bool baseline = false;
   bool contiguous = false;  // the step's tensors back to back in one allocation
   bool grouped = false;     // libhvd's step as one grouped allreduce, not a call per tensor
+  // libhvd's step as one allreduce per bucket of consecutive tensors up to this many
+  // bytes of the flat buffer (0: not bucketed); implies contiguous.
+  int64_t bucket_bytes = 0;
   bool huge_pages = false;  // buffers from hvd_alloc_host (huge pages from 1 MiB up)
 
   // Repetitions: measured and warm-up.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 
 #include <hvd/hvd.h>
@@ -128,9 +129,26 @@ void run_reference(const StrategyCase& c, TensorSet& set) {
   }
 }
 
-LibhvdStep::LibhvdStep(size_t tensors, bool grouped) : grouped_(grouped), handles_(tensors) {
-  names_.reserve(tensors);
-  for (size_t t = 0; t < tensors; ++t) names_.push_back("hvd-bench.grad." + std::to_string(t));
+LibhvdStep::LibhvdStep(const TensorSet& set, bool grouped, int64_t bucket_bytes)
+    : grouped_(grouped) {
+  const size_t tensors = set.count();
+  if (bucket_bytes > 0) {
+    // Submission order is the last tensor first; a bucket closes when the next tensor
+    // would take it past the cap (a larger tensor makes a bucket of its own), as
+    // DistributedOptimizer lays its buckets out.
+    const int64_t cap = bucket_bytes / static_cast<int64_t>(sizeof(float));
+    for (size_t t = tensors; t-- > 0;) {
+      const int64_t n = set.elements(t);
+      if (buckets_.empty() || buckets_.back().elements + n > cap) buckets_.push_back({t, 0});
+      buckets_.back().elements += n;
+    }
+    for (size_t b = 0; b < buckets_.size(); ++b)
+      names_.push_back("hvd-bench.bucket." + std::to_string(b));
+  } else {
+    names_.reserve(tensors);
+    for (size_t t = 0; t < tensors; ++t) names_.push_back("hvd-bench.grad." + std::to_string(t));
+  }
+  handles_.resize(names_.size());
 }
 
 void LibhvdStep::run_grouped(TensorSet& set) {
@@ -150,8 +168,30 @@ void LibhvdStep::run_grouped(TensorSet& set) {
   check_hvd(hvd_wait(handle), "hvd_wait");
 }
 
+std::string LibhvdStep::handover(int64_t bucket_bytes) const {
+  if (grouped_) return "in one grouped call a step";
+  if (buckets_.empty()) return "in a call per tensor";
+  char text[96];
+  std::snprintf(text, sizeof text, "in a call per bucket of up to %.4g MiB (%zu calls)",
+                static_cast<double>(bucket_bytes) / 1048576.0, buckets_.size());
+  return text;
+}
+
+void LibhvdStep::run_buckets(TensorSet& set) {
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    float* start = set.tensor(buckets_[b].first);
+    hvd_handle_t handle = 0;
+    check_hvd(hvd_allreduce_async(start, start, buckets_[b].elements, HVD_FLOAT32, HVD_OP_SUM,
+                                  names_[b].c_str(), nullptr, &handle),
+              "hvd_allreduce_async");
+    handles_[b] = handle;
+  }
+  for (long long handle : handles_) check_hvd(hvd_wait(handle), "hvd_wait");
+}
+
 void LibhvdStep::run(TensorSet& set) {
   if (grouped_) return run_grouped(set);
+  if (!buckets_.empty()) return run_buckets(set);
   // A backward pass produces the last layer's gradient first.
   for (size_t t = set.count(); t-- > 0;) {
     hvd_handle_t handle = 0;

@@ -50,19 +50,34 @@ std::vector<StrategyCase> step_cases(bool with_references, int64_t total_bytes);
 void run_reference(const StrategyCase& c, TensorSet& set);
 
 // libhvd's step. Names stay the same from step to step, as a training loop's do,
-// so libhvd's response cache sees its steady state. Grouped: the step's tensors in
-// one hvd_grouped_allreduce_async (as a framework hands over a bucket of gradients),
-// which shows what the per-tensor calls themselves cost.
+// so libhvd's response cache sees its steady state. The step's tensors go to libhvd
+// in one of three ways: a call per tensor; one hvd_grouped_allreduce_async (as a
+// framework hands over a bucket of gradients), which shows what the per-tensor calls
+// themselves cost; or, on a contiguous set, a call per bucket of consecutive tensors
+// up to bucket_bytes of the flat buffer, as DistributedOptimizer with bucket views and
+// DDP hand them over.
 class LibhvdStep {
  public:
-  LibhvdStep(size_t tensors, bool grouped);
+  LibhvdStep(const TensorSet& set, bool grouped, int64_t bucket_bytes);
   void run(TensorSet& set);
+  // "in a call per tensor", "in one grouped call a step", "in a call per bucket of
+  // up to 25 MiB (4 calls)": for the table's header line.
+  std::string handover(int64_t bucket_bytes) const;
 
  private:
   void run_grouped(TensorSet& set);
+  void run_buckets(TensorSet& set);
+
+  // Consecutive tensors in submission order, from first down to first - tensors + 1:
+  // the flat buffer holds them back to back from first's start.
+  struct Bucket {
+    size_t first;
+    int64_t elements;
+  };
 
   bool grouped_;
-  std::vector<std::string> names_;
+  std::vector<Bucket> buckets_;
+  std::vector<std::string> names_;  // one per tensor, or one per bucket
   std::vector<long long> handles_;
   std::vector<const void*> sends_;
   std::vector<void*> recvs_;

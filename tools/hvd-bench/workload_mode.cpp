@@ -89,7 +89,7 @@ int64_t wrong(const StrategyCase& c, const TensorSet& set, double factor) {
 }
 
 void print_table(const Options& o, const TensorSet& set, int size, const Layout& layout,
-                 int inner, const std::vector<Measured>& results, const Measured* limit,
+                 const std::string& handover, int inner, const std::vector<Measured>& results, const Measured* limit,
                  const Measured* back_to_back, const Measured* limit_back_to_back,
                  const StepCounts& counts, const CoreDistance& cores) {
   const Measured& hvd = results.front();
@@ -102,7 +102,7 @@ void print_table(const Options& o, const TensorSet& set, int size, const Layout&
               what.c_str(), set.count(), o.contiguous ? " back to back" : "",
               static_cast<long long>(set.total_bytes()), size, layout.nodes,
               layout.hierarchical_allreduce ? "hierarchical" : "flat",
-              o.grouped ? "in one grouped call a step" : "in a call per tensor");
+              handover.c_str());
   std::printf("# %d repetitions after %d warm-up, %d step(s) per repetition; times per step, "
               "slowest rank\n", o.iters, o.warmup, inner);
   std::printf("# %-22s %12s %12s %12s %14s %8s\n", "strategy", "median(ms)", "min(ms)", "max(ms)",
@@ -190,6 +190,7 @@ void print_json(const Options& o, const TensorSet& set, int size, const Layout& 
       .add("hierarchical", layout.hierarchical_allreduce)
       .add("contiguous", o.contiguous)
       .add("grouped", o.grouped)
+      .add("bucket_bytes", static_cast<long long>(o.bucket_bytes))
       .add("huge_pages", o.huge_pages)
       .add("tensors", static_cast<long long>(set.count()))
       .add("bytes", static_cast<long long>(set.total_bytes()))
@@ -240,7 +241,7 @@ int run_workload_mode(const Options& o) {
   std::vector<Measured> results;
   for (const StrategyCase& c : step_cases(o.baseline, set.total_bytes()))
     results.push_back(Measured{c, {}, 0, {}});
-  LibhvdStep libhvd(set.count(), o.grouped);
+  LibhvdStep libhvd(set, o.grouped, o.bucket_bytes);
   const Layout layout = job_layout();
   CoreDistance cores;
   cores.start_ns = core_round_trip_ns();
@@ -317,8 +318,8 @@ int run_workload_mode(const Options& o) {
     const Measured* b2b = o.baseline ? &back_to_back : nullptr;
     const Measured* limit_b2b = o.baseline && limit ? &limit_back_to_back : nullptr;
     if (o.json) print_json(o, set, size, layout, results, limit, b2b, limit_b2b, counts, cores);
-    else print_table(o, set, size, layout, inner, results, limit, b2b, limit_b2b, counts,
-                     cores);
+    else print_table(o, set, size, layout, libhvd.handover(o.bucket_bytes), inner, results, limit,
+                     b2b, limit_b2b, counts, cores);
     std::fflush(stdout);
     if (total_wrong)
       std::fprintf(stderr, "hvd-bench: %lld wrong elements (see #wrong)\n",
