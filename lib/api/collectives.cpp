@@ -166,7 +166,8 @@ HVD_API hvd_status_t hvd_grouped_allreduce_async(int ntensors, const void* const
     // holds a value outside its enumerators is undefined in C++ (UBSan's enum check).
     HVD_TRY(check_dtype(dtype));
     HVD_TRY(check_reduce_op(op));
-    HVD_TRY(check_outputs_apart(ntensors, recvbufs, counts, dtype));
+    HVD_TRY(check_outputs_apart(ntensors, recvbufs, counts, dtype,
+                                "it would be reduced twice; give each tensor once"));
     return finish(enqueue_group(
         *rt, ntensors, base,
         [&, dtype, op](int i, std::string&& member, Request* request) {

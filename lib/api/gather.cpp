@@ -1,7 +1,10 @@
 // Exported: allgather, alltoall and reducescatter (tensors with a shape; rows along
 // the first dimension).
+#include <algorithm>
+#include <climits>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "api/validate.h"
 #include "base/dtype.h"
@@ -69,6 +72,20 @@ Error allgather_request(const void* sendbuf, int ndim, const int64_t* shape,
   return Error::success();
 }
 
+// The elements of this rank's block of a reducescatter of the given shape; -1 where
+// the shape is not a valid one (no dimensions, a negative one, too many elements).
+int64_t block_elements(const ProcessSet& set, int ndim, const int64_t* shape) {
+  if (ndim < 1 || !shape || shape[0] < 0) return -1;
+  int64_t row = 1;
+  for (int d = 1; d < ndim; ++d) {
+    if (shape[d] < 0 || (shape[d] > 0 && row > INT64_MAX / shape[d])) return -1;
+    row *= shape[d];
+  }
+  const int64_t rows = hvd_reducescatter_rows(shape[0], set.my_set_rank, set.size());
+  if (rows < 0 || (rows > 0 && row > INT64_MAX / rows)) return -1;
+  return rows * row;
+}
+
 Error reducescatter_request(const ProcessSet& set, const void* sendbuf, void* recvbuf,
                             int ndim, const int64_t* shape, hvd_dtype_t dtype, hvd_reduce_op_t op,
                             const std::string& name, const OpOptions& opts, Request* out) {
@@ -78,8 +95,7 @@ Error reducescatter_request(const ProcessSet& set, const void* sendbuf, void* re
     return err;
   out->spec.reduce_op = op;
   if (ndim == 0) return Error::success();  // refused in negotiation; recvbuf never used
-  const int64_t row = elements_of(ndim - 1, shape + 1);
-  const int64_t mine = hvd_reducescatter_rows(shape[0], set.my_set_rank, set.size()) * row;
+  const int64_t mine = block_elements(set, ndim, shape);  // the shape was checked above
   if (!(err = check_buffer(recvbuf, mine * static_cast<int64_t>(dtype_size(dtype)), "recvbuf")).ok())
     return err;
   if (!(err = check_placement(recvbuf, opts.device, out->name, "recvbuf")).ok()) return err;
@@ -87,6 +103,15 @@ Error reducescatter_request(const ProcessSet& set, const void* sendbuf, void* re
   return Error::success();
 }
 
+// The elements each member of a grouped reducescatter writes on this rank; 0 for a
+// member whose shape is invalid (its own request refuses it).
+std::vector<int64_t> received_counts(const ProcessSet& set, int ntensors, const int* ndims,
+                                     const int64_t* const* shapes) {
+  std::vector<int64_t> counts(static_cast<size_t>(ntensors), 0);
+  for (int i = 0; i < ntensors; ++i)
+    counts[static_cast<size_t>(i)] = std::max<int64_t>(0, block_elements(set, ndims[i], shapes[i]));
+  return counts;
+}
 
 }  // namespace
 
@@ -289,6 +314,10 @@ HVD_API hvd_status_t hvd_grouped_reducescatter_async(int ntensors, const void* c
                         "grouped_reducescatter"));
     HVD_TRY(check_reduce_op(op));  // before the lambda copies them (hvd_grouped_allreduce_async)
     HVD_TRY(check_dtype(dtype));
+    HVD_TRY(check_outputs_apart(ntensors, recvbufs,
+                                received_counts(*set, ntensors, ndims, shapes).data(), dtype,
+                                "one member's block would be written over another's; give "
+                                "each member an output of its own"));
     return finish(enqueue_group(
         *rt, ntensors, base,
         [&, dtype, op](int i, const std::string& member, Request* request) {

@@ -279,7 +279,7 @@ Error check_group(int ntensors, std::initializer_list<ArrayArgument> arrays, con
 }
 
 Error check_outputs_apart(int ntensors, void* const* recvbufs, const int64_t* counts,
-                          hvd_dtype_t dtype) {
+                          hvd_dtype_t dtype, const char* harm) {
   struct Range {
     uintptr_t begin, end;
     int member;
@@ -304,11 +304,10 @@ Error check_outputs_apart(int ntensors, void* const* recvbufs, const int64_t* co
     const Range& after = ranges[k];
     if (after.begin < before.end)
       return make_error(HVD_ERR_INVALID_ARGUMENT,
-                        "tensors %d and %d of the group write overlapping memory (one tensor "
-                        "given twice, or overlapping views): it would be reduced twice; give "
-                        "each tensor once",
+                        "tensors %d and %d of the group write overlapping memory (one buffer "
+                        "given twice, or overlapping views): %s",
                         std::min(before.member, after.member),
-                        std::max(before.member, after.member));
+                        std::max(before.member, after.member), harm);
   }
   return Error::success();
 }

@@ -108,10 +108,12 @@ struct ArrayArgument {
 };
 Error check_group(int ntensors, std::initializer_list<ArrayArgument> arrays, const char* op);
 // A group's outputs lie apart: two members that write the same memory (one tensor given
-// twice, overlapping views) would have it reduced twice, or read after the other wrote
-// it, silently wrong. Members whose count is invalid are left to their own checks.
+// twice, overlapping views) would have it reduced twice, or one member's result written
+// over another's, silently wrong. counts[i]: the elements member i writes; members whose
+// count is invalid (or 0) are left to their own checks. harm: what would go wrong, and
+// what to do, for the message.
 Error check_outputs_apart(int ntensors, void* const* recvbufs, const int64_t* counts,
-                          hvd_dtype_t dtype);
+                          hvd_dtype_t dtype, const char* harm);
 // Member i of a group is named "<base>.<i>".
 std::string group_member_name(const std::string& base, int i);
 // Builds each member's request with make_member(i, member name, &request), marks it

@@ -355,6 +355,41 @@ static void group_outputs_overlap(void** state) {
   runtime_still_works();
 }
 
+/* A grouped reducescatter whose members' outputs overlap would write one member's block
+ * over another's: refused, and the same call with outputs apart works. */
+static void group_reducescatter_outputs_overlap(void** state) {
+  (void)state;
+  const int size = hvd_size();
+  enum { MAX_RANKS = 8 };
+  if (size > MAX_RANKS) skip();
+  float send[2][2 * MAX_RANKS * 2];
+  for (int k = 0; k < 2; ++k)
+    for (int i = 0; i < 4 * size; ++i) send[k][i] = (float)(k + 1);
+  float out[8];  /* each member's block here: 2 rows of 2 */
+  for (int i = 0; i < 8; ++i) out[i] = -1.0f;
+  const void* sends[2] = {send[0], send[1]};
+  const int ndims[2] = {2, 2};
+  const int64_t shape[2] = {2 * size, 2};
+  const int64_t* shapes[2] = {shape, shape};
+  void* same[2] = {out, out + 2}; /* the second block starts inside the first */
+  assert_hvd_status(hvd_grouped_reducescatter(2, sends, same, ndims, shapes, HVD_FLOAT32,
+                                              HVD_OP_SUM, "grs.overlap", NULL),
+                    HVD_ERR_INVALID_ARGUMENT);
+  assert_last_error_mentions("tensors 0 and 1", "written over another");
+  for (int i = 0; i < 8; ++i) assert_true(out[i] == -1.0f); /* nothing was written */
+  void* apart[2] = {out, out + 4};
+  /* Only the last rank's outputs overlap: the others learn it from their call. */
+  const int refuses = hvd_rank() == size - 1;
+  assert_hvd_status(hvd_grouped_reducescatter(2, sends, refuses ? same : apart, ndims, shapes,
+                                              HVD_FLOAT32, HVD_OP_SUM, "grs.overlap", NULL),
+                    refuses ? HVD_ERR_INVALID_ARGUMENT : HVD_ERR_MISMATCH);
+  for (int i = 0; i < 8; ++i) assert_true(out[i] == -1.0f);
+  assert_hvd_ok(hvd_grouped_reducescatter(2, sends, apart, ndims, shapes, HVD_FLOAT32, HVD_OP_SUM,
+                                          "grs.overlap", NULL));
+  for (int i = 0; i < 8; ++i) assert_true(out[i] == (float)((i / 4 + 1) * size));
+  runtime_still_works();
+}
+
 /* Automatic names stay in step whatever a call's fate on each rank: every rank makes
  * unnamed calls that are refused, each rank for a different reason (some were refused
  * before the name was taken, some after), and unnamed calls after them still match. */
@@ -449,6 +484,7 @@ int main(void) {
       cmocka_unit_test(agreed_impossible_reductions), cmocka_unit_test(scalar_rows),
       cmocka_unit_test(groups_of_different_sizes),
       cmocka_unit_test(group_outputs_overlap),
+      cmocka_unit_test(group_reducescatter_outputs_overlap),
   };
   return cmocka_run_group_tests_name("errors", tests, tu_group_init, tu_group_shutdown);
 }
