@@ -25,9 +25,12 @@ namespace hvd {
 // never slower there).
 inline constexpr int64_t kFarCoresChunkBytes = 16 << 20;
 inline constexpr uint64_t kProbeEveryRounds = 64;
-// Above this round trip the cores share no cache (measured: 53-80 ns near, 300-370 ns
-// far on this project's machines; other sockets are farther still).
-inline constexpr double kFarRoundTripNs = 200;
+// Above this round trip the cores share no cache. Measured on this project's virtual
+// machines, whose host puts their two CPUs in one of three placements: 53-80 ns near,
+// 118-263 ns in the middle one, 328-367 ns far apart; the 16 MiB calls win only far
+// apart (by 30-45%), and cost 3-15% in the middle one (docs/performance.md,
+// 2026-11-29 entries). Other sockets are farther still.
+inline constexpr double kFarRoundTripNs = 280;
 
 class FarCores {
  public:

@@ -191,7 +191,7 @@ const std::vector<ParamDef>& defs() {
           "memory: auto|never|always (auto: local ranks 0 and 1 of each node time a "
           "cache line's round trip between them at rounds 1, 2, 4, ... 64 and then every "
           "64th, where every rank has a CPU of its own; above "
-          "200 ns every rank switches, at the same round; not where "
+          "280 ns every rank switches, at the same round; not where "
           "HVD_ALLREDUCE_CHUNK_BYTES is set; always: from the first round)"),
       P_BYTES("HVD_FUSION_PIECE_BYTES", fusion_piece_bytes, "1048576", 4096, kNoMax,
               "A fused host allreduce is copied in, reduced and copied out this many "

@@ -31,10 +31,10 @@ class CoreProbe {
   bool is_open() const { return line_ != nullptr; }
 
   // Called by local ranks 0 and 1 at an agreed moment (the same index on both, never
-  // repeated): a cache line's round trip in nanoseconds,
-  // on local rank 0; nothing on other ranks, or when the other rank did not answer
-  // within half a millisecond (it was descheduled: nothing is learned then). After
-  // the first round trip, 32 are timed in batches of 4; the median batch counts.
+  // repeated): a cache line's round trip in nanoseconds, on local rank 0; nothing on
+  // other ranks, or when the other rank did not answer within half a millisecond (it
+  // was descheduled: nothing is learned then). After 16 untimed round trips, 64 are
+  // timed in batches of 8; the fastest batch counts.
   std::optional<double> probe(uint32_t index);
 
  private:
