@@ -1,5 +1,5 @@
 #!/bin/sh
-# Autotune against a grid search, in one session, on one hvd-bench case:
+# Autotune against a grid search, in one run, on one hvd-bench case:
 #  1. every grid point (fusion threshold x cycle time x response cache on/off) measured
 #     with the knobs fixed;
 #  2. a run with HOROVOD_AUTOTUNE=1 that starts from a poor setting (1 MiB, 10 ms),
