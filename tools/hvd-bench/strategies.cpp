@@ -130,7 +130,7 @@ void run_reference(const StrategyCase& c, TensorSet& set) {
 }
 
 LibhvdStep::LibhvdStep(const TensorSet& set, bool grouped, int64_t bucket_bytes)
-    : grouped_(grouped) {
+    : grouped_(grouped), bucket_bytes_(bucket_bytes) {
   const size_t tensors = set.count();
   if (bucket_bytes > 0) {
     // Submission order is the last tensor first; a bucket closes when the next tensor
@@ -168,12 +168,12 @@ void LibhvdStep::run_grouped(TensorSet& set) {
   check_hvd(hvd_wait(handle), "hvd_wait");
 }
 
-std::string LibhvdStep::handover(int64_t bucket_bytes) const {
+std::string LibhvdStep::handover() const {
   if (grouped_) return "in one grouped call a step";
   if (buckets_.empty()) return "in a call per tensor";
   char text[96];
   std::snprintf(text, sizeof text, "in a call per bucket of up to %.4g MiB (%zu calls)",
-                static_cast<double>(bucket_bytes) / 1048576.0, buckets_.size());
+                static_cast<double>(bucket_bytes_) / 1048576.0, buckets_.size());
   return text;
 }
 

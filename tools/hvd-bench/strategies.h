@@ -62,20 +62,21 @@ class LibhvdStep {
   void run(TensorSet& set);
   // "in a call per tensor", "in one grouped call a step", "in a call per bucket of
   // up to 25 MiB (4 calls)": for the table's header line.
-  std::string handover(int64_t bucket_bytes) const;
+  std::string handover() const;
 
  private:
   void run_grouped(TensorSet& set);
   void run_buckets(TensorSet& set);
 
-  // Consecutive tensors in submission order, from first down to first - tensors + 1:
-  // the flat buffer holds them back to back from first's start.
+  // Consecutive tensors in submission order (descending indices), the first of them
+  // tensor `first`: the flat buffer holds them back to back from its start.
   struct Bucket {
     size_t first;
     int64_t elements;
   };
 
   bool grouped_;
+  int64_t bucket_bytes_;
   std::vector<Bucket> buckets_;
   std::vector<std::string> names_;  // one per tensor, or one per bucket
   std::vector<long long> handles_;

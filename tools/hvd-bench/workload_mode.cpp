@@ -89,9 +89,10 @@ int64_t wrong(const StrategyCase& c, const TensorSet& set, double factor) {
 }
 
 void print_table(const Options& o, const TensorSet& set, int size, const Layout& layout,
-                 const std::string& handover, int inner, const std::vector<Measured>& results, const Measured* limit,
-                 const Measured* back_to_back, const Measured* limit_back_to_back,
-                 const StepCounts& counts, const CoreDistance& cores) {
+                 const std::string& handover, int inner, const std::vector<Measured>& results,
+                 const Measured* limit, const Measured* back_to_back,
+                 const Measured* limit_back_to_back, const StepCounts& counts,
+                 const CoreDistance& cores) {
   const Measured& hvd = results.front();
   std::string what = o.mode == Mode::Workload
                          ? "workload " + o.workload_path
@@ -318,7 +319,7 @@ int run_workload_mode(const Options& o) {
     const Measured* b2b = o.baseline ? &back_to_back : nullptr;
     const Measured* limit_b2b = o.baseline && limit ? &limit_back_to_back : nullptr;
     if (o.json) print_json(o, set, size, layout, results, limit, b2b, limit_b2b, counts, cores);
-    else print_table(o, set, size, layout, libhvd.handover(o.bucket_bytes), inner, results, limit,
+    else print_table(o, set, size, layout, libhvd.handover(), inner, results, limit,
                      b2b, limit_b2b, counts, cores);
     std::fflush(stdout);
     if (total_wrong)
