@@ -5,7 +5,9 @@
 #       with --baseline) and idle. MPIEXEC and NP may be set (default: mpiexec, 2).
 #   tools/hvd-bench/standard_cases.sh --lab [path/to/hvd-bench] [extra flags]
 #       on the network lab (scripts/netlab.sh, needs root), each layout on a lab of its
-#       own: 2 nodes x 1 rank with the link unlimited (the four cases) and at 1 Gbit/s
+#       own: 2 nodes x 1 rank with the link unlimited (the four cases, and many-small
+#       laid out as bucket views and handed over a bucket at a time, --bucket-mb 25,
+#       as DistributedOptimizer(gradient_as_bucket_view=True) does) and at 1 Gbit/s
 #       (resnet50, many-small, latency), then 2 nodes x 2 ranks at 1 Gbit/s: resnet50
 #       flat and hierarchical (HOROVOD_HIERARCHICAL_ALLREDUCE=0/1), alternating twice.
 set -eu
@@ -45,7 +47,8 @@ latency() { run --tensors 1 --count 1024 --baseline -n 200 -w 10 "$@"; }
 
 case "$lab:${slots:-}:${label:-}" in
   in:1:*unlimited*)
-    resnet50 "$@"; bert_base "$@"; many_small "$@"; latency "$@" ;;
+    resnet50 "$@"; bert_base "$@"; many_small "$@"; many_small --bucket-mb 25 "$@"
+    latency "$@" ;;
   in:1:*)
     run --workload resnet50 --baseline -n 10 -w 2 "$@"; many_small "$@"; latency "$@" ;;
   in:2:*)
