@@ -6,6 +6,7 @@
 #include "base/rank_list.h"
 #include "base/tensor_key.h"
 #include "core/params.h"
+#include "topo/bind.h"
 #include "topo/machine.h"
 
 namespace hvd {
@@ -159,6 +160,28 @@ Error check_launcher_agrees(int world_size) {
                     "launcher of the MPI that libhvd was built against (hvdrun from the same "
                     "build finds it), or build libhvd against the launcher's MPI",
                     launched.size, launched.variable, launched.size, launched.launcher, version);
+}
+
+MachinePeers find_machine_peers(Runtime& rt) {
+  std::string place = machine_identity();
+  CpuSet allowed;
+  // Unknown CPUs: a place of its own, so nothing is cut for a rank that cannot tell.
+  place += current_affinity(&allowed).ok() ? "|" + allowed.to_string()
+                                           : "|unknown CPUs, rank " + std::to_string(rt.rank);
+  const uint64_t mine[2] = {hash_key(place), static_cast<uint64_t>(rt.local_rank)};
+  std::vector<uint64_t> all(2 * static_cast<size_t>(rt.size));
+  MPI_Allgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, rt.world);
+  // Ordered by local rank first: where the machine has fewer cores than ranks, a node's
+  // ranks then land on different cores (its ranks' messages to each other need no
+  // turn of one core's scheduler), as each node's own slices would put them.
+  MachinePeers peers{0, 0};
+  for (int r = 0; r < rt.size; ++r) {
+    const uint64_t* theirs = &all[2 * static_cast<size_t>(r)];
+    if (theirs[0] != mine[0]) continue;
+    if (theirs[1] < mine[1] || (theirs[1] == mine[1] && r < rt.rank)) ++peers.rank;
+    ++peers.size;
+  }
+  return peers;
 }
 
 bool agree_every_rank_has_a_cpu(Runtime& rt, double cpus_per_rank) {

@@ -24,6 +24,16 @@ Error adopt_rank0_params(Runtime& rt);
 Error agree_static_sets(Runtime& rt, const std::vector<std::vector<int>>& sets,
                         const Error& invalid);
 
+// This rank's place among the ranks of its machine (topo/machine.h) that may run on the
+// same CPUs (all of them, before any binding, as the network lab's nodes or containers
+// without CPU sets of their own), ordered by local rank, then rank: what pinning
+// slices the machine's cores by, where MPI's node (a hostname) holds only some of them.
+struct MachinePeers {
+  int rank = 0;
+  int size = 1;
+};
+MachinePeers find_machine_peers(Runtime& rt);
+
 // Whether every rank has a CPU of its own, the same answer on every rank: each rank
 // has at least one (cpus_per_rank: its own, or its node's shared by the node's ranks),
 // and on each machine (topo/machine.h) the ranks together may run on at least as many

@@ -145,7 +145,7 @@ const std::vector<ParamDef>& defs() {
              "Pick this rank's GPU from the topology and make it current"),
       {{"HVD_CPU_BIND", ParamType::Choice, "auto",
         "Bind the process and background thread near its GPU: none|numa|core|auto (auto: "
-        "as core when nothing else placed the process and ranks share the node)"},
+        "as core when nothing else placed the process and ranks share the node or machine)"},
        0, 0, "none|numa|core|auto",
        [](Params& p, const Value& v) { p.cpu_bind = static_cast<CpuBind>(v.i); },
        [](const Params& p) {

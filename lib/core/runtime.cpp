@@ -311,7 +311,11 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
 
   // Placement problems (an unreadable topology file, a binding not allowed) are
   // reported and the job runs unpinned rather than failing.
-  Error pinned = pin_this_rank(pin_options(rt->params), rt->local_rank, rt->local_size, &rt->pin);
+  PinOptions placement = pin_options(rt->params);
+  const MachinePeers peers = find_machine_peers(*rt);
+  placement.machine_rank = peers.rank;
+  placement.machine_size = peers.size;
+  Error pinned = pin_this_rank(placement, rt->local_rank, rt->local_size, &rt->pin);
   if (!pinned.ok()) HVD_LOG(Warning, "GPU/CPU pinning skipped: %s", pinned.message.c_str());
   if (!rt->pin.log.empty()) HVD_LOG(Info, "%s", rt->pin.log.c_str());
   if (!rt->pin.notes.empty()) HVD_LOG(Debug, "%s", rt->pin.notes.c_str());

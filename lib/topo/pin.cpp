@@ -29,15 +29,18 @@ void add_note(PinResult* out, const std::string& note) {
   out->notes += note;
 }
 
-// HVD_CPU_BIND=auto. Ranks sharing a node and free to run anywhere get their share
-// of its cores (as `core`): the scheduler otherwise moves a rank's threads onto its
-// neighbours' cores, and with as many ranks as cores a background thread then waits
-// behind another rank's threads (measured: 2x slower small-tensor steps on 2 cores).
-// Anything that already placed the process wins: a launcher's binding (the process
-// may not use every CPU) or HOROVOD_THREAD_AFFINITY.
+// HVD_CPU_BIND=auto. Ranks sharing a node (or a machine: sharing_ranks) and free to
+// run anywhere get their share of its cores (as `core`): the scheduler otherwise moves
+// a rank's threads onto its neighbours' cores, and with as many ranks as cores a
+// background thread then waits behind another rank's threads (measured: 2x slower
+// small-tensor steps on 2 cores; on the network lab's two nodes of one 2-CPU machine,
+// a lone allreduce took 90-100 us instead of 30 in 10-80% of runs, never when each
+// rank had a core). Anything that already placed the process wins: a launcher's
+// binding (the process may not use every CPU) or HOROVOD_THREAD_AFFINITY.
 CpuBind resolve_auto_bind(const PinOptions& options, bool have_topology, const Topology& topology,
-                          int local_size, PinResult* out) {
-  if (!have_topology || local_size < 2 || !options.thread_affinity.empty()) return CpuBind::None;
+                          int sharing_ranks, PinResult* out) {
+  if (!have_topology || sharing_ranks < 2 || !options.thread_affinity.empty())
+    return CpuBind::None;
   CpuSet allowed;
   if (!current_affinity(&allowed).ok()) return CpuBind::None;
   if (!allowed.includes(topology.cpus)) {
@@ -85,6 +88,11 @@ Error pin_this_rank(const PinOptions& options, int local_rank, int local_size, P
   if (local_size < 1 || local_rank < 0 || local_rank >= local_size)
     return make_error(HVD_ERR_INVALID_ARGUMENT, "local rank %d of %d is not a valid placement",
                       local_rank, local_size);
+  if (options.machine_size < 1 || options.machine_rank < 0 ||
+      options.machine_rank >= options.machine_size)
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "rank %d of %d on this machine is not a valid placement",
+                      options.machine_rank, options.machine_size);
 
   int affinity_cpu = -1;
   Error err = parse_thread_affinity(options.thread_affinity, local_rank, local_size, &affinity_cpu);
@@ -114,6 +122,17 @@ Error pin_this_rank(const PinOptions& options, int local_rank, int local_size, P
     out->placement = placements[static_cast<size_t>(local_rank)];
     out->assigned_gpu = out->placement.gpu;
   }
+  // Several MPI nodes on this machine and no GPU to place the ranks by: each rank's
+  // slice of cores is its share of the machine's, as if all were one node's ranks.
+  int sharing_ranks = local_size;
+  if (need_topology && options.machine_size > local_size && out->assigned_gpu < 0 &&
+      cuda_count == 0) {
+    std::vector<RankPlacement> machine;
+    err = assign_gpus(topology, {}, options.machine_size, &machine);
+    if (!err.ok()) return err;
+    out->placement.core_cpus = machine[static_cast<size_t>(options.machine_rank)].core_cpus;
+    sharing_ranks = options.machine_size;
+  }
 
   if (options.gpu_pinning && out->assigned_gpu >= 0 && cuda_count > 0) {
     err = cuda_set_device(out->assigned_gpu);
@@ -132,7 +151,7 @@ Error pin_this_rank(const PinOptions& options, int local_rank, int local_size, P
   }
 
   const CpuBind mode = options.cpu_bind == CpuBind::Auto
-                           ? resolve_auto_bind(options, need_topology, topology, local_size, out)
+                           ? resolve_auto_bind(options, need_topology, topology, sharing_ranks, out)
                            : options.cpu_bind;
   const CpuSet bind = binding_cpus(mode, out->placement);
   if (mode != CpuBind::None) {
@@ -165,6 +184,8 @@ Error pin_this_rank(const PinOptions& options, int local_rank, int local_size, P
   }
   if (!out->placement.domain_cpus.empty())
     line += ", near CPUs " + out->placement.domain_cpus.to_string();
+  if (sharing_ranks > local_size)
+    line += ", one of " + std::to_string(sharing_ranks) + " ranks sharing this machine's cores";
   line += std::string(", cpu bind ") + bind_name(mode);
   if (options.cpu_bind == CpuBind::Auto) line += " (auto)";
   if (!out->process_cpus.empty()) line += " to " + out->process_cpus.to_string();

@@ -179,6 +179,43 @@ void pin_without_gpus(void**) {
   assert_string_equal(r.placement.domain_cpus.to_string().c_str(), "8-15");
 }
 
+void pin_slices_the_machine_among_its_nodes(void**) {
+  // Two MPI nodes of two ranks each on one machine without GPUs (network namespaces,
+  // containers sharing its CPUs): each rank's slice is a quarter of the machine's
+  // cores, where each node's two ranks alone would take half of them each.
+  PinOptions p = xml_options("cpu_2s_nogpu.xml");
+  p.cpu_bind = CpuBind::None;  // the XML's CPUs are not this machine's: place, do not bind
+  p.machine_size = 4;
+  p.machine_rank = 3;
+  PinResult r;
+  assert_true(pin_this_rank(p, 1, 2, &r).ok());
+  if (!have_cuda_device()) {
+    assert_string_equal(r.placement.core_cpus.to_string().c_str(), "12-15");
+    assert_non_null(strstr(r.log.c_str(), "one of 4 ranks sharing this machine's cores"));
+  }
+  // The node holds every rank of the machine: its own slices, as before.
+  p.machine_size = 2;
+  p.machine_rank = 1;
+  assert_true(pin_this_rank(p, 1, 2, &r).ok());
+  assert_string_equal(r.placement.core_cpus.to_string().c_str(), "8-15");
+  assert_null(strstr(r.log.c_str(), "sharing this machine"));
+  // GPUs to place the ranks by: each node's ranks stay near their GPUs.
+  PinOptions dgx = xml_options("dgx_2s_8gpu.xml");
+  dgx.cpu_bind = CpuBind::None;
+  PinResult node_only, machine;
+  assert_true(pin_this_rank(dgx, 7, 8, &node_only).ok());
+  dgx.machine_size = 16;
+  dgx.machine_rank = 15;
+  assert_true(pin_this_rank(dgx, 7, 8, &machine).ok());
+  assert_true(machine.placement.core_cpus == node_only.placement.core_cpus);
+  // A place that is none.
+  p.machine_rank = 2;
+  assert_int_equal(pin_this_rank(p, 1, 2, &r).status, HVD_ERR_INVALID_ARGUMENT);
+  p.machine_size = 0;
+  p.machine_rank = 0;
+  assert_int_equal(pin_this_rank(p, 0, 1, &r).status, HVD_ERR_INVALID_ARGUMENT);
+}
+
 void pin_binds_on_this_machine(void**) {
   // The machine's own topology, so the CPUs exist: each mode binds the process to
   // what the assignment says, restricted to the CPUs it may use.
@@ -223,6 +260,25 @@ void pin_auto_binds_only_a_free_process(void**) {
   PinResult alone;
   assert_true(pin_this_rank(p, 0, 1, &alone).ok());
   assert_true(alone.process_cpus.empty());
+  // Alone on its node, but the machine holds another node's rank too (the network
+  // lab's namespaces): each gets its share of the machine's cores, apart where it
+  // has two.
+  if (!have_cuda_device()) {
+    PinOptions shared = p;
+    shared.machine_size = 2;
+    CpuSet first;
+    for (int rank = 0; rank < 2; ++rank) {
+      shared.machine_rank = rank;
+      PinResult r;
+      assert_true(pin_this_rank(shared, 0, 1, &r).ok());
+      assert_false(r.process_cpus.empty());
+      assert_true(r.process_cpus == r.placement.core_cpus);
+      assert_non_null(strstr(r.log.c_str(), "cpu bind core (auto)"));
+      if (rank == 0) first = r.process_cpus;
+      else if (original.size() >= 2) assert_true(first.intersect(r.process_cpus).empty());
+      assert_true(bind_process(original).ok());
+    }
+  }
   // Already bound by a launcher: left as it is, and said so.
   if (original.size() > 1) {
     const CpuSet one({original.cpus().front()});
@@ -296,6 +352,7 @@ int main() {
       cmocka_unit_test(bind_whole_process),
       cmocka_unit_test(pin_on_dgx),
       cmocka_unit_test(pin_without_gpus),
+      cmocka_unit_test(pin_slices_the_machine_among_its_nodes),
       cmocka_unit_test(pin_binds_on_this_machine),
       cmocka_unit_test(pin_auto_binds_only_a_free_process),
       cmocka_unit_test(pin_thread_affinity),
