@@ -4,7 +4,7 @@
 // a machine's ranks outnumber the CPUs they may run on, that is a turn of the
 // scheduler per call, whatever the call's size, and the 1 MiB calls and fusion pieces
 // that suit ranks with CPUs of their own multiply those turns. Measured
-// (docs/performance.md, 2026-11-29 18:20 entry): resnet50's gradients on 4 ranks and
+// (docs/performance.md, 2026-11-29 18:00 entry): resnet50's gradients on 4 ranks and
 // 2 CPUs took 2.4 s a step in 1 MiB calls and pieces, 0.91 s in 16 MiB ones, over
 // shared memory; 5.3-5.5 s against 2.7 s on the network lab's 2 nodes x 2 ranks at
 // 1 Gbit/s (raising only one of the two sizes: 5.4 and 6.4 s).

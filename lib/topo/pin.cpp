@@ -34,7 +34,7 @@ void add_note(PinResult* out, const std::string& note) {
 // a rank's threads onto its neighbours' cores, and with as many ranks as cores a
 // background thread then waits behind another rank's threads (measured: 2x slower
 // small-tensor steps on 2 cores; on the network lab's two nodes of one 2-CPU machine,
-// a lone allreduce took 90-100 us instead of 30 in 10-80% of runs, never when each
+// a lone allreduce took 81-119 us instead of 30 in 10-80% of runs, never when each
 // rank had a core). Anything that already placed the process wins: a launcher's
 // binding (the process may not use every CPU) or HOROVOD_THREAD_AFFINITY.
 CpuBind resolve_auto_bind(const PinOptions& options, bool have_topology, const Topology& topology,
