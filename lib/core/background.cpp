@@ -445,12 +445,16 @@ Error BackgroundLoop::run_round(bool* shutdown) {
   const uint64_t completed_before = completed_;
   // An early round's run delay and its caller's say whether the two had CPUs of their
   // own (core/burst_cap.h).
-  const bool early = let_burst_finish() && burst_cap_.measured();
+  const BurstWait burst = let_burst_finish();
+  const bool early = burst.capped && burst_cap_.measured();
   const double early_start = early ? now_seconds() : 0;
   const int caller = early ? rt_.queue.last_pusher() : 0;
   const int64_t early_delay = early ? own_delay_.read(current_thread_id()) : -1;
   const int64_t caller_delay = early ? caller_delay_.read(caller) : -1;
-  rt_.queue.drain(&fresh_, &refusals_);
+  if (burst.take_requests)
+    rt_.queue.drain(&fresh_, &refusals_);
+  else
+    rt_.queue.drain_refusals(&refusals_);
   if (!refusals_.empty()) {  // before the requests: some may be the same calls again
     controller_.refuse(std::move(refusals_));
     refusals_.clear();

@@ -57,9 +57,12 @@ class BackgroundLoop {
   bool doorbell_rang();
   void ring_doorbells();
   Error run_round(bool* shutdown);
-  // Waits while this rank's queue is still growing fast (HVD_BURST_GAP_US). Returns
-  // true if the wait ended at its cap with requests still arriving.
-  bool let_burst_finish();
+  // Waits while this rank's queue is still growing fast (HVD_BURST_GAP_US).
+  struct BurstWait {
+    bool take_requests = true;  // false: none was queued when the round began
+    bool capped = false;        // the wait ended at its cap with requests still arriving
+  };
+  BurstWait let_burst_finish();
   Error wait_request(MPI_Request* request);
   // A tensor the round's speculative payload completed (core/speculation.h); result:
   // the reduced payload.

@@ -170,6 +170,14 @@ void TensorQueue::drain(std::vector<Request>* out, std::vector<Refusal>* refused
   queue_.clear();
 }
 
+void TensorQueue::drain_refusals(std::vector<Refusal>* refused) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (Refusal& r : refusals_) refused->push_back(std::move(r));
+  refusals_.clear();
+  poked_ = false;  // the round now starting carries whatever the poke was for
+  signalled_.store(!queue_.empty(), std::memory_order_release);
+}
+
 void TensorQueue::push_refusal(Refusal&& refusal) {
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -38,6 +38,10 @@ class TensorQueue {
   // Moves every queued request into *out and every refusal into *refused (appending),
   // under one lock: a refusal is announced no later than a call pushed after it.
   void drain(std::vector<Request>* out, std::vector<Refusal>* refused);
+  // Moves only the refusals: for a round that takes no requests (see
+  // BackgroundLoop::let_burst_finish). Requests stay queued and flushable, and the
+  // queue stays signalled while any is.
+  void drain_refusals(std::vector<Refusal>* refused);
   // A call refused on this rank, for the background thread to announce (it is woken);
   // dropped after close() or while the name is in flight here. Holds no name: the
   // caller may call again under it at once.
