@@ -188,8 +188,8 @@ BackgroundLoop::BurstWait BackgroundLoop::let_burst_finish() {
   // A round that finds nothing queued (a peer's doorbell, the round after one that ran
   // something) takes no requests either: one pushed between this look and the drain
   // begins a burst the round has not waited for, and taking it alone split the step
-  // (its first tensor in a collective of its own, seen about once in 50 runs of four
-  // ranks on two CPUs). It goes in the next round, which waits for the rest.
+  // (its first tensor in a collective of its own; seen now and then with four ranks on
+  // two CPUs). It goes in the next round, which waits for the rest.
   const int64_t gap_us = rt_.params.burst_gap_us;
   if (gap_us <= 0 || cycle_time_ms_ <= 0) return {};
   size_t only_identity = 0;
