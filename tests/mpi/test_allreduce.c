@@ -93,6 +93,77 @@ static void every_op_and_dtype(void** state) {
   }
 }
 
+/* An average is the sum divided by the ranks, rounded once (as torch's t / n): on 3
+ * ranks a third of integer sums differ in the last bit from sum * float(1 / 3). Bit
+ * for bit, float32 and float64, through each way a tensor goes: fused with others,
+ * alone beyond the fusion threshold, and a lone repeat (completed with its negotiation
+ * round). */
+static float averaged_input(int64_t i, int r) { return (float)((i * 7 + r * r * (i % 11 + 1)) % 1000); }
+
+static void check_average(const void* got, hvd_dtype_t dtype, int64_t count, const char* what) {
+  const int size = hvd_size();
+  for (int64_t i = 0; i < count; ++i) {
+    double sum = 0; /* integers: exact in either type */
+    for (int r = 0; r < size; ++r) sum += averaged_input(i, r);
+    if (dtype == HVD_FLOAT32) {
+      const float want = (float)sum / (float)size, have = ((const float*)got)[i];
+      if (memcmp(&have, &want, sizeof want) != 0)
+        fail_msg("%s: float32 element %lld: got %a, expected %a", what, (long long)i, (double)have, (double)want);
+    } else {
+      const double want = sum / size, have = ((const double*)got)[i];
+      if (memcmp(&have, &want, sizeof want) != 0)
+        fail_msg("%s: float64 element %lld: got %a, expected %a", what, (long long)i, have, want);
+    }
+  }
+}
+
+static void fill_average_input(void* x, hvd_dtype_t dtype, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    if (dtype == HVD_FLOAT32) ((float*)x)[i] = averaged_input(i, hvd_rank());
+    else ((double*)x)[i] = averaged_input(i, hvd_rank());
+  }
+}
+
+static void averages_round_once(void** state) {
+  (void)state;
+  const hvd_dtype_t dtypes[2] = {HVD_FLOAT32, HVD_FLOAT64};
+  for (int t = 0; t < 2; ++t) {
+    const hvd_dtype_t d = dtypes[t];
+    const size_t elem = tu_dtype_size(d);
+    enum { kFused = 4, kSmall = 1000, kLone = 16 };
+    const int64_t large = (4 << 20) / (int64_t)elem; /* 4 MB: beyond the suite's 1 MB threshold */
+    void* small[kFused];
+    hvd_handle_t handles[kFused + 1];
+    for (int k = 0; k < kFused; ++k) {
+      small[k] = tu_alloc((size_t)kSmall * elem);
+      fill_average_input(small[k], d, kSmall);
+      char name[48];
+      snprintf(name, sizeof name, "avg.fused.%d.%d", t, k);
+      assert_hvd_ok(hvd_allreduce_async(small[k], small[k], kSmall, d, HVD_OP_AVERAGE, name, NULL, &handles[k]));
+    }
+    void* big = tu_alloc((size_t)large * elem);
+    fill_average_input(big, d, large);
+    char name[48];
+    snprintf(name, sizeof name, "avg.large.%d", t);
+    assert_hvd_ok(hvd_allreduce_async(big, big, large, d, HVD_OP_AVERAGE, name, NULL, &handles[kFused]));
+    for (int k = 0; k <= kFused; ++k) assert_hvd_ok(hvd_wait(handles[k]));
+    for (int k = 0; k < kFused; ++k) {
+      check_average(small[k], d, kSmall, "fused");
+      free(small[k]);
+    }
+    check_average(big, d, large, "alone");
+    free(big);
+    void* lone = tu_alloc((size_t)kLone * elem);
+    snprintf(name, sizeof name, "avg.lone.%d", t);
+    for (int rep = 0; rep < 5; ++rep) {
+      fill_average_input(lone, d, kLone);
+      assert_hvd_ok(hvd_allreduce(lone, lone, kLone, d, HVD_OP_AVERAGE, name));
+      check_average(lone, d, kLone, "lone repeat");
+    }
+    free(lone);
+  }
+}
+
 static void blocking_unnamed_calls(void** state) {
   (void)state;
   const int size = hvd_size();
@@ -418,6 +489,7 @@ static void a_set_of_one_copies_and_scales(void** state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_op_and_dtype),
+      cmocka_unit_test(averages_round_once),
       cmocka_unit_test(blocking_unnamed_calls),
       cmocka_unit_test(prescale_and_postscale),
       cmocka_unit_test(ranks_enqueue_in_different_orders),

@@ -42,7 +42,11 @@ T scaled(T x, double factor) {
 template <typename T>
 T averaged(T x, int divisor, double factor) {
   if (divisor <= 1) return scaled(x, factor);
-  if constexpr (std::is_floating_point_v<T>) return scaled(x, factor / divisor);
+  // IEEE division rounds once: the divisor is exact in either type.
+  if constexpr (std::is_floating_point_v<T>) {
+    if (factor == 1.0) return x / static_cast<T>(divisor);
+    return scaled(x, factor / divisor);
+  }
   const T quotient = static_cast<T>(x / static_cast<T>(divisor));
   return factor == 1.0 ? quotient : static_cast<T>(static_cast<double>(quotient) * factor);
 }
@@ -110,6 +114,37 @@ void half_precision_rounds_once(void**) {
   }
 }
 
+// An average is the sum / n rounded once, as torch's t / n: for float32 over every
+// binade (subnormals, the largest values, signs, infinities and NaN kept), and n odd,
+// even and large.
+void float_averages_round_once(void**) {
+  constexpr int kDivs[] = {3, 5, 6, 7, 9, 10, 12, 24, 100, 1000, 4095, 999999};
+  std::vector<float> src, dst;
+  uint32_t state = 12345;
+  for (int i = 0; i < 1 << 20; ++i) {
+    state = state * 1664525u + 1013904223u;  // every bit pattern is a float to try
+    float x;
+    std::memcpy(&x, &state, sizeof x);
+    src.push_back(x);
+  }
+  src.insert(src.end(), {0.0f, -0.0f, 1e-45f, -1e-45f, 3.4028235e38f, -3.4028235e38f, INFINITY,
+                         -INFINITY, 1.0f, 2.0f, 3.0f, 100.0f});
+  dst.resize(src.size());
+  for (int n : kDivs) {
+    hvd::copy_averaged(dst.data(), src.data(), static_cast<int64_t>(src.size()), HVD_FLOAT32, n, 1.0);
+    for (size_t i = 0; i < src.size(); ++i) {
+      const float want = src[i] / static_cast<float>(n);
+      if (std::isnan(want)) {
+        assert_true(std::isnan(dst[i]));
+        continue;
+      }
+      if (std::memcmp(&dst[i], &want, sizeof want) != 0)
+        fail_msg("%a / %d: got %a, expected %a", static_cast<double>(src[i]), n,
+                 static_cast<double>(dst[i]), static_cast<double>(want));
+    }
+  }
+}
+
 void booleans_are_copied(void**) {
   const uint8_t src[5] = {1, 0, 1, 1, 0};
   uint8_t dst[5] = {};
@@ -123,6 +158,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_type_matches_its_formula),
       cmocka_unit_test(half_precision_rounds_once),
+      cmocka_unit_test(float_averages_round_once),
       cmocka_unit_test(booleans_are_copied),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -63,9 +63,17 @@ struct Scale<__nv_bfloat16> {
   }
 };
 
+// An average without a factor: the sum / n rounded once, as on the host
+// (fusion/scale.cpp); nvcc's division rounds once unless fast math is asked for.
 template <typename T>
+struct Average {
+  T divisor;
+  __device__ T operator()(T v) const { return v / divisor; }
+};
+
+template <typename T, typename Op>
 __global__ void __launch_bounds__(kThreads)
-scaled_copy(const __grid_constant__ CopyTable table, Scale<T> scale) {
+scaled_copy(const __grid_constant__ CopyTable table, Op scale) {
   constexpr int64_t per_chunk = kCopyChunkBytes / static_cast<int64_t>(sizeof(T));
   for (int64_t chunk = blockIdx.x; chunk < table.total_chunks; chunk += gridDim.x) {
     const CopyDesc& d = find_desc(table, chunk);
@@ -102,17 +110,21 @@ plain_copy(const __grid_constant__ CopyTable table, int element_size) {
   }
 }
 
+template <typename T, typename Op>
+cudaError_t launch(const CopyTable& table, Op op, cudaStream_t stream, unsigned grid) {
+  scaled_copy<T, Op><<<grid, kThreads, 0, stream>>>(table, op);
+  return cudaGetLastError();
+}
+
 template <typename T>
 cudaError_t launch_int(const CopyTable& table, double factor, int divisor, cudaStream_t stream,
                        unsigned grid) {
-  scaled_copy<T><<<grid, kThreads, 0, stream>>>(table, Scale<T>{factor, divisor});
-  return cudaGetLastError();
+  return launch<T>(table, Scale<T>{factor, divisor}, stream, grid);
 }
 
 template <typename T, typename F>
 cudaError_t launch_float(const CopyTable& table, F factor, cudaStream_t stream, unsigned grid) {
-  scaled_copy<T><<<grid, kThreads, 0, stream>>>(table, Scale<T>{factor});
-  return cudaGetLastError();
+  return launch<T>(table, Scale<T>{factor}, stream, grid);
 }
 
 int element_size(int dtype) {
@@ -155,8 +167,12 @@ int launch_copy_kernel(const CopyTable& table, int dtype, double factor, int div
       return launch_float<__half>(table, scale, stream, grid);
     }
     case HVD_BFLOAT16: return launch_float<__nv_bfloat16>(table, static_cast<float>(f), stream, grid);
-    case HVD_FLOAT32: return launch_float<float>(table, static_cast<float>(f), stream, grid);
-    case HVD_FLOAT64: return launch_float<double>(table, f, stream, grid);
+    case HVD_FLOAT32:
+      if (factor == 1.0) return launch<float>(table, Average<float>{static_cast<float>(divisor)}, stream, grid);
+      return launch_float<float>(table, static_cast<float>(f), stream, grid);
+    case HVD_FLOAT64:
+      if (factor == 1.0) return launch<double>(table, Average<double>{static_cast<double>(divisor)}, stream, grid);
+      return launch_float<double>(table, f, stream, grid);
     default: return cudaErrorInvalidValue;
   }
 }
