@@ -30,10 +30,10 @@ struct CopyTable {
 bool copy_kernel_available();
 
 // One launch on stream (cudaStream_t) over every descriptor; returns a cudaError_t.
-// dtype is an hvd_dtype_t; the same results as fusion/scale.h's copy_averaged, bit for
-// bit: float32 and float64 without a factor: dst = src / divisor rounded once; other
-// floating cases: dst = src * (factor / divisor); integers: dst = (src / divisor) *
-// factor, truncating; bool: plain copy.
+// dtype is an hvd_dtype_t. As fusion/scale.h's copy_averaged, bit for bit (a float16
+// factor is first rounded to a half): float32 and float64 without a factor:
+// dst = src / divisor rounded once; other floating cases: dst = src * (factor /
+// divisor); integers: dst = (src / divisor) * factor, truncating; bool: plain copy.
 int launch_copy_kernel(const CopyTable& table, int dtype, double factor, int divisor,
                        void* stream);
 
