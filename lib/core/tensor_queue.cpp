@@ -152,13 +152,15 @@ void TensorQueue::release_locked(Request& r) {
   }
 }
 
+void TensorQueue::take_refusals_locked(std::vector<Refusal>* refused) {
+  for (Refusal& r : refusals_) refused->push_back(std::move(r));
+  refusals_.clear();
+  poked_ = false;  // the round now starting carries whatever the poke was for
+}
+
 void TensorQueue::drain(std::vector<Request>* out, std::vector<Refusal>* refused) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!refusals_.empty()) {
-    for (Refusal& r : refusals_) refused->push_back(std::move(r));
-    refusals_.clear();
-  }
-  poked_ = false;
+  take_refusals_locked(refused);
   flushed_ = false;
   drains_.fetch_add(1, std::memory_order_release);
   signalled_.store(false, std::memory_order_release);
@@ -172,9 +174,7 @@ void TensorQueue::drain(std::vector<Request>* out, std::vector<Refusal>* refused
 
 void TensorQueue::drain_refusals(std::vector<Refusal>* refused) {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (Refusal& r : refusals_) refused->push_back(std::move(r));
-  refusals_.clear();
-  poked_ = false;  // the round now starting carries whatever the poke was for
+  take_refusals_locked(refused);
   signalled_.store(!queue_.empty(), std::memory_order_release);
 }
 

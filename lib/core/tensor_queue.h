@@ -99,6 +99,8 @@ class TensorQueue {
   // name_entry; false if it is in flight already.
   bool acquire_name(Request& request);
   void release_locked(Request& request);
+  // Moves every refusal into *refused and clears the poke (mutex_ held).
+  void take_refusals_locked(std::vector<Refusal>* refused);
   // Under mutex_, before a request joins queue_: records when it was queued and who
   // pushed first; true when the caller must notify cv_ (see wake_locked).
   bool note_push_locked(HandleState* handle);

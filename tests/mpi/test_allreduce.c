@@ -105,23 +105,15 @@ static void check_average(const void* got, hvd_dtype_t dtype, int64_t count, con
   for (int64_t i = 0; i < count; ++i) {
     double sum = 0; /* integers: exact in either type */
     for (int r = 0; r < size; ++r) sum += averaged_input(i, r);
-    if (dtype == HVD_FLOAT32) {
-      const float want = (float)sum / (float)size, have = ((const float*)got)[i];
-      if (memcmp(&have, &want, sizeof want) != 0)
-        fail_msg("%s: float32 element %lld: got %a, expected %a", what, (long long)i, (double)have, (double)want);
-    } else {
-      const double want = sum / size, have = ((const double*)got)[i];
-      if (memcmp(&have, &want, sizeof want) != 0)
-        fail_msg("%s: float64 element %lld: got %a, expected %a", what, (long long)i, have, want);
-    }
+    const double want = dtype == HVD_FLOAT32 ? (double)((float)sum / (float)size) : sum / size;
+    const double have = tu_get(got, dtype, i); /* exact: a float32 widens without rounding */
+    if (have != want)
+      fail_msg("%s: dtype %d element %lld: got %a, expected %a", what, (int)dtype, (long long)i, have, want);
   }
 }
 
 static void fill_average_input(void* x, hvd_dtype_t dtype, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) {
-    if (dtype == HVD_FLOAT32) ((float*)x)[i] = averaged_input(i, hvd_rank());
-    else ((double*)x)[i] = averaged_input(i, hvd_rank());
-  }
+  for (int64_t i = 0; i < count; ++i) tu_set(x, dtype, i, averaged_input(i, hvd_rank()));
 }
 
 static void averages_round_once(void** state) {
