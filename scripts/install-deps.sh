@@ -39,7 +39,10 @@ make_venv() {  # DIR MPICC [LDFLAGS]
       --no-binary=mpi4py mpi4py
   fi
 }
-make_venv .venv mpicc.mpich
+# The two builds of mpi4py take a minute or more each on one core: side by side.
+make_venv .venv mpicc.mpich &
+mpich_venv=$!
 # Debian's Open MPI keeps libmpi.so out of the default search path for the linker.
 make_venv .venv-openmpi mpicc.openmpi -L/usr/lib/x86_64-linux-gnu/openmpi/lib
+wait "$mpich_venv"
 echo "libhvd dependencies installed"

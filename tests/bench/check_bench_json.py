@@ -8,6 +8,7 @@ KIND: baseline (workload/tensors with --baseline), plain (without), grouped
 """
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -132,7 +133,8 @@ def main():
     if len(sys.argv) < 4 or sys.argv[2] != "--":
         fail(__doc__)
     kind, command = sys.argv[1], sys.argv[3:]
-    run = subprocess.run(command, stdout=subprocess.PIPE, timeout=240, check=False)
+    run = subprocess.run(command, stdout=subprocess.PIPE, check=False,
+                         timeout=240 * max(int(os.environ.get("HVD_TEST_TIMEOUT_MULTIPLIER", "1") or "1"), 1))
     if run.returncode != 0:
         fail("hvd-bench exited with %d" % run.returncode)
     text = run.stdout.decode()

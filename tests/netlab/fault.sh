@@ -11,9 +11,11 @@ set -eu
 
 netlab=$1 worker=$2 fault=$3
 op_timeout=4     # HVD_OP_TIMEOUT_SECONDS given to the job
-slack=10         # seconds beyond it: the launcher's cleanup on a loaded machine
-start_bound=120  # for the job to reach its large allreduce
-grace=10         # for the nodes' processes to be gone once the launcher returned
+# Waits, scaled for slow machines by HVD_TEST_TIMEOUT_MULTIPLIER (scripts/run-tests.sh).
+m=${HVD_TEST_TIMEOUT_MULTIPLIER:-1}
+slack=$((10 * m))         # seconds beyond it: the launcher's cleanup on a loaded machine
+start_bound=$((120 * m))  # for the job to reach its large allreduce
+grace=$((10 * m))         # for the nodes' processes to be gone once the launcher returned
 tensor=netlab.fault.large
 
 case $fault in link-down|node-loss) ;; *) echo "unknown fault '$fault'" >&2; exit 2 ;; esac

@@ -7,6 +7,8 @@
 set -eu
 netlab=$1
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# How long a lab may take to come up, scaled for slow machines (scripts/run-tests.sh).
+up_bound=$((60 * ${HVD_TEST_TIMEOUT_MULTIPLIER:-1}))
 
 if [ -z "${NETLAB_DIR:-}" ]; then
   scratch=$(mktemp -d "${TMPDIR:-/tmp}/netlab-selftest.XXXXXX")
@@ -59,7 +61,7 @@ if [ -z "${NETLAB_DIR:-}" ]; then
     '(trap "" TERM; exec sleep $3) & "$0" exec "$NETLAB_DIR" 1 sh -c "echo up > $1; exec sleep $2"' \
     "$netlab" "$scratch/up" "$marker" "$deaf" > /dev/null 2>&1 &
   run=$!
-  timeout 60 head -n 1 "$scratch/up" > /dev/null || fail "the lab did not come up"
+  timeout "$up_bound" head -n 1 "$scratch/up" > /dev/null || fail "the lab did not come up"
   id=$(sed -n 's/^NETLAB_ID=//p' "$scratch/lab/lab.env")
   kill -TERM $run
   s=0; wait $run || s=$?
@@ -76,7 +78,7 @@ if [ -z "${NETLAB_DIR:-}" ]; then
   "$netlab" run -n 1 -d "$scratch/lab2" -- sh -c 'echo up > "$0"; exec sleep "$1"' "$scratch/up2" "$marker2" \
     > /dev/null 2>&1 &
   run=$!
-  timeout 60 head -n 1 "$scratch/up2" > /dev/null || fail "the second lab did not come up"
+  timeout "$up_bound" head -n 1 "$scratch/up2" > /dev/null || fail "the second lab did not come up"
   id=$(sed -n 's/^NETLAB_ID=//p' "$scratch/lab2/lab.env")
   kill -KILL $run
   wait $run || true

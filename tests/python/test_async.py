@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import hvd
+from timeouts import scaled
 
 pytestmark = pytest.mark.usefixtures("world")
 
@@ -72,7 +73,7 @@ def test_from_several_threads():
     for th in threads:
         th.start()
     for th in threads:
-        th.join(timeout=120)
+        th.join(timeout=scaled(120))
     assert not errors and not any(th.is_alive() for th in threads)
     for t in range(3):
         for i in range(20):

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import hvd
+from timeouts import scaled
 
-CHILD_SECONDS = 30
+CHILD_SECONDS = scaled(30)
 
 
 def _child_checks():

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import hvd
+from timeouts import scaled
 
 torch = pytest.importorskip("torch")
 import hvd.torch as hvd_torch  # noqa: E402
@@ -41,7 +42,7 @@ def gc_churn():
     thread.start()
     yield
     stop.set()
-    thread.join(timeout=60)
+    thread.join(timeout=scaled(60))
     assert not thread.is_alive()
 
 
@@ -108,7 +109,7 @@ def test_threads_waiting_on_one_handle_get_one_result(session):
             w.start()
         polls = [h.poll() for _ in range(50)]  # never an error while others wait
         for w in waiters:
-            w.join(timeout=60)
+            w.join(timeout=scaled(60))
         assert not errors and len(results) == 4
         assert all(r is results[0] for r in results) and h.poll()
         assert torch.equal(results[0], torch.full((64,), float(hvd.size())))

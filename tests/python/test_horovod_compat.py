@@ -7,6 +7,8 @@ import textwrap
 
 import pytest
 
+from timeouts import scaled
+
 BINDINGS = os.environ["PYTHONPATH"].split(os.pathsep)[0]
 
 
@@ -23,7 +25,8 @@ def run_python(code, extra_path=None, script=None, **env):
     for var in [k for k in environ if k.startswith(launcher) and k not in keep]:
         environ.pop(var)
     argv = [sys.executable] + ([script] if script else ["-c", code])
-    done = subprocess.run(argv, env=environ, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(argv, env=environ, capture_output=True, text=True,
+                          timeout=scaled(120))
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 

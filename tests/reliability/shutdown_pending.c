@@ -24,6 +24,8 @@
 
 #include <hvd/hvd.h>
 
+#include "../test_timeouts.h"
+
 enum { kWatchdogSeconds = 90, kMaxOps = 32, kRows = 4, kCols = 3 };
 
 #define assert_hvd_ok(expr)                                                         \
@@ -134,7 +136,7 @@ static void shutdown_with_pending(int victim_of(int size)) {
   assert_hvd_ok(hvd_allreduce(&x, &x, 1, HVD_INT32, HVD_OP_SUM, "everyone.enqueued"));
   assert_int_equal(x, size);
 
-  alarm(kWatchdogSeconds);
+  alarm(test_timeout_seconds(kWatchdogSeconds));
   if (rank == victim) assert_hvd_ok(hvd_shutdown());
   int failed = 0;
   for (int i = 0; i < nops; ++i) {

@@ -34,6 +34,8 @@
 
 #include <hvd/hvd.h>
 
+#include "../test_timeouts.h"
+
 enum { kWorkers = 4, kWatchdogSeconds = 240, kDynamicRounds = 10 };
 
 static int g_iterations = 60;
@@ -225,7 +227,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   signal(SIGALRM, on_watchdog);
-  alarm(kWatchdogSeconds);
+  alarm(test_timeout_seconds(kWatchdogSeconds));
 
   if (hvd_init() != HVD_SUCCESS) {
     fprintf(stderr, "hvd_init: %s\n", hvd_last_error());

@@ -10,6 +10,9 @@ case_name=$1 hvdrun=$2 fakes=$3 probe=${4:-}
 work=$(mktemp -d /tmp/hvdrun_case.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
+# A job's bound, scaled for slow machines (scripts/run-tests.sh).
+job_bound=$((60 * ${HVD_TEST_TIMEOUT_MULTIPLIER:-1}))
+
 die() { echo "FAIL ($case_name): $*" >&2; exit 1; }
 
 # What hvdrun puts in front of the command on the launcher's command line: the rank
@@ -198,15 +201,15 @@ early-exit)
   # ever: with status 0 too, hvdrun ends the job at once (status 1), and so with
   # --output-filename, where the monitors report through files.
   start=$(date +%s)
-  timeout 60 "$hvdrun" -np 2 "$probe" --early 1 0 >"$work/out" 2>&1
+  timeout "$job_bound" "$hvdrun" -np 2 "$probe" --early 1 0 >"$work/out" 2>&1
   status=$?
   [ "$status" = 1 ] || die "status $status, expected 1: $(cat "$work/out")"
   grep -qF "rank 1 (pid" "$work/out" && grep -qF "exited with status 0 without calling hvd_init" "$work/out" ||
     die "message: $(cat "$work/out")"
-  timeout 60 "$hvdrun" -np 2 "$probe" --early 1 4 >"$work/out" 2>&1
+  timeout "$job_bound" "$hvdrun" -np 2 "$probe" --early 1 4 >"$work/out" 2>&1
   status=$?
   [ "$status" = 4 ] || die "status $status, expected 4: $(cat "$work/out")"
-  timeout 60 "$hvdrun" -np 2 --output-filename "$work/od" "$probe" --early 1 4 >"$work/out" 2>&1
+  timeout "$job_bound" "$hvdrun" -np 2 --output-filename "$work/od" "$probe" --early 1 4 >"$work/out" 2>&1
   status=$?
   [ "$status" = 4 ] || die "--output-filename: status $status, expected 4: $(cat "$work/out")"
   grep -qF "exited with status 4" "$work/out" || die "--output-filename: $(cat "$work/out")"
@@ -215,7 +218,7 @@ early-exit)
   [ $(( $(date +%s) - start )) -lt 30 ] || die "took $(( $(date +%s) - start )) s"
   # Every rank of a libhvd program exits cleanly without hvd_init (a script's --help):
   # nobody waits, nothing failed.
-  timeout 60 "$hvdrun" -np 2 "$probe" --early all 0 >"$work/out" 2>&1 ||
+  timeout "$job_bound" "$hvdrun" -np 2 "$probe" --early all 0 >"$work/out" 2>&1 ||
     die "every rank exiting before hvd_init: status $?: $(cat "$work/out")"
   # A program without MPI whose ranks end at different times is not cut short.
   "$hvdrun" -np 2 sh -c '[ "${PMI_RANK:-$OMPI_COMM_WORLD_RANK}" = 0 ] && sleep 1; echo done' \
