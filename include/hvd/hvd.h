@@ -7,8 +7,9 @@
  * Conventions that hold for every function unless its comment says otherwise:
  *
  *  - Status: functions return hvd_status_t. On failure, hvd_last_error() returns a
- *    sentence describing what was wrong on the calling thread; hvd_status_string()
- *    gives the fixed meaning of the code. Query functions returning int return -1
+ *    sentence describing what was wrong on the calling OS thread (see its comment
+ *    for languages whose tasks move between threads, such as Go);
+ *    hvd_status_string() gives the fixed meaning of the code. Query functions returning int return -1
  *    when the library is not initialized.
  *  - Threads: every function is thread-safe. Collectives may be enqueued from any
  *    number of user threads at once; one background thread per process drives MPI.
@@ -86,26 +87,29 @@ extern "C" {
 typedef enum { HVD_STATUS_MAP(HVD_STATUS_ENUM_ENTRY_) } hvd_status_t;
 #undef HVD_STATUS_ENUM_ENTRY_
 
-/* Element types. HVD_FLOAT16 is IEEE binary16; HVD_BFLOAT16 is bfloat16; both are
+/* Element types. Values are pinned, as the statuses' are: a binding in another
+ * language may write the numbers down; they never change, and new types get new
+ * numbers after the last. HVD_FLOAT16 is IEEE binary16; HVD_BFLOAT16 is bfloat16; both are
  * reduced in float32 on the host, each partial result stored back in the tensor's own
  * type (as Horovod does): a sum beyond float16's range (65504) is inf even where the
  * average would fit; scale down first with prescale_factor. HVD_BOOL is one byte, 0
  * or non-zero. */
 typedef enum {
-  HVD_UINT8,
-  HVD_INT8,
-  HVD_UINT16,
-  HVD_INT16,
-  HVD_INT32,
-  HVD_INT64,
-  HVD_FLOAT16,
-  HVD_BFLOAT16,
-  HVD_FLOAT32,
-  HVD_FLOAT64,
-  HVD_BOOL
+  HVD_UINT8 = 0,
+  HVD_INT8 = 1,
+  HVD_UINT16 = 2,
+  HVD_INT16 = 3,
+  HVD_INT32 = 4,
+  HVD_INT64 = 5,
+  HVD_FLOAT16 = 6,
+  HVD_BFLOAT16 = 7,
+  HVD_FLOAT32 = 8,
+  HVD_FLOAT64 = 9,
+  HVD_BOOL = 10
 } hvd_dtype_t;
 
-/* Reduction operations, numbered as in Horovod. AVERAGE divides the sum by the
+/* Reduction operations, numbered as in Horovod. Values are pinned: they never
+ * change, and new operations get new numbers after the last. AVERAGE divides the sum by the
  * number of ranks of the process set (integers: truncating division). For HVD_BOOL,
  * SUM and MAX are logical or, MIN and PRODUCT logical and.
  * ADASUM (allreduce of float16, bfloat16, float32, float64 over a process set of 1, 2,
@@ -118,12 +122,12 @@ typedef enum {
  * node sums, divided by the ranks per node (Horovod's GPU Adasum); without NCCL,
  * staged through host memory and combined as host tensors are. */
 typedef enum {
-  HVD_OP_AVERAGE,
-  HVD_OP_SUM,
-  HVD_OP_ADASUM,
-  HVD_OP_MIN,
-  HVD_OP_MAX,
-  HVD_OP_PRODUCT
+  HVD_OP_AVERAGE = 0,
+  HVD_OP_SUM = 1,
+  HVD_OP_ADASUM = 2,
+  HVD_OP_MIN = 3,
+  HVD_OP_MAX = 4,
+  HVD_OP_PRODUCT = 5
 } hvd_reduce_op_t;
 
 typedef int64_t hvd_handle_t;
@@ -234,7 +238,13 @@ HVD_API int hvd_gpu_device(void);
 HVD_API const char* hvd_status_string(hvd_status_t status);
 
 /* Detail of the last failure on the calling thread ("" if none). The pointer stays
- * valid until the next libhvd call on this thread. */
+ * valid until the next libhvd call on this thread.
+ * The detail is kept per OS thread: read it on the thread that made the failed call,
+ * before that thread calls libhvd again. A runtime that moves its tasks between OS
+ * threads must hold the task on one thread from the call to this read: in Go, call
+ * runtime.LockOSThread() before the call and runtime.UnlockOSThread() after reading
+ * (a goroutine may otherwise resume on another thread and read another call's
+ * detail, or ""). The status returned by the call is always the call's own. */
 HVD_API const char* hvd_last_error(void);
 
 /* ---------------------------------------------------------------------------------
@@ -527,7 +537,7 @@ HVD_API hvd_status_t hvd_get_counters(hvd_counters_t* counters);
  * and end of each negotiation round, batch and blocking wait. Device operations count
  * the time to queue them on their stream as transfer time, not the GPU's time.
  * With HVD_SUMMARY=1 rank 0 prints a table of the job's steps at hvd_shutdown; with
- * HVD_SUMMARY_FILE=path it writes the same as JSON (README.md, "Step accounting").
+ * HVD_SUMMARY_FILE=path it writes the same as JSON (docs/features.md, "Step accounting").
  * ------------------------------------------------------------------------------ */
 typedef struct hvd_step_stats {
   size_t struct_size;              /* set by the caller: sizeof(hvd_step_stats_t), or use

@@ -132,7 +132,7 @@ HVD_API hvd_status_t hvd_allreduce(const void* sendbuf, void* recvbuf, int64_t c
     hvd_handle_t handle;
     hvd_status_t status =
         hvd_allreduce_async(sendbuf, recvbuf, count, dtype, op, name, nullptr, &handle);
-    if (status != HVD_SUCCESS) return status;
+    if (status != HVD_SUCCESS) return as_blocking_call(status, "hvd_allreduce");
     return hvd_wait(handle);
   })
 }
@@ -186,7 +186,7 @@ HVD_API hvd_status_t hvd_grouped_allreduce(int ntensors, const void* const* send
     hvd_handle_t handle;
     hvd_status_t status = hvd_grouped_allreduce_async(ntensors, sendbufs, recvbufs, counts, dtype,
                                                       op, name, options, &handle);
-    if (status != HVD_SUCCESS) return status;
+    if (status != HVD_SUCCESS) return as_blocking_call(status, "hvd_grouped_allreduce");
     return hvd_wait(handle);
   })
 }
@@ -229,7 +229,7 @@ HVD_API hvd_status_t hvd_broadcast(void* buffer, int64_t count, hvd_dtype_t dtyp
     hvd_handle_t handle;
     hvd_status_t status =
         hvd_broadcast_async(buffer, count, dtype, root_rank, name, nullptr, &handle);
-    if (status != HVD_SUCCESS) return status;
+    if (status != HVD_SUCCESS) return as_blocking_call(status, "hvd_broadcast");
     return hvd_wait(handle);
   })
 }

@@ -54,8 +54,9 @@ Error scaling_is_neutral(const OpOptions& opts, const char* op) {
 }
 
 // handle by pointer: it is read only after the enqueue call has filled it.
-hvd_status_t wait_for(hvd_status_t enqueued, const hvd_handle_t* handle) {
-  return enqueued == HVD_SUCCESS ? hvd_wait(*handle) : enqueued;
+// function: the blocking call's name, for a refusal before init.
+hvd_status_t wait_for(hvd_status_t enqueued, const hvd_handle_t* handle, const char* function) {
+  return enqueued == HVD_SUCCESS ? hvd_wait(*handle) : as_blocking_call(enqueued, function);
 }
 
 Error allgather_request(const void* sendbuf, int ndim, const int64_t* shape,
@@ -145,7 +146,7 @@ HVD_API hvd_status_t hvd_allgather(const void* sendbuf, int ndim, const int64_t*
     hvd_handle_t handle = 0;
     return wait_for(hvd_allgather_async(sendbuf, ndim, shape, dtype, recvbuf, recv_dim0,
                                         recv_dim0_per_rank, name, options, &handle),
-                    &handle);
+                    &handle, "hvd_allgather");
   })
 }
 
@@ -212,7 +213,7 @@ HVD_API hvd_status_t hvd_alltoall(const void* sendbuf, int ndim, const int64_t* 
     hvd_handle_t handle = 0;
     return wait_for(hvd_alltoall_async(sendbuf, ndim, shape, dtype, send_splits, recvbuf,
                                        recv_dim0, recv_splits, name, options, &handle),
-                    &handle);
+                    &handle, "hvd_alltoall");
   })
 }
 
@@ -244,7 +245,7 @@ HVD_API hvd_status_t hvd_reducescatter(const void* sendbuf, void* recvbuf, int n
     hvd_handle_t handle = 0;
     return wait_for(hvd_reducescatter_async(sendbuf, recvbuf, ndim, shape, dtype, op, name,
                                             options, &handle),
-                    &handle);
+                    &handle, "hvd_reducescatter");
   })
 }
 
@@ -289,7 +290,7 @@ HVD_API hvd_status_t hvd_grouped_allgather(int ntensors, const void* const* send
     hvd_handle_t handle = 0;
     return wait_for(hvd_grouped_allgather_async(ntensors, sendbufs, ndims, shapes, dtype, recvbufs,
                                                 recv_dim0s, recv_dim0_per_rank, name, options, &handle),
-                    &handle);
+                    &handle, "hvd_grouped_allgather");
   })
 }
 
@@ -337,7 +338,7 @@ HVD_API hvd_status_t hvd_grouped_reducescatter(int ntensors, const void* const* 
     hvd_handle_t handle = 0;
     return wait_for(hvd_grouped_reducescatter_async(ntensors, sendbufs, recvbufs, ndims, shapes, dtype,
                                                     op, name, options, &handle),
-                    &handle);
+                    &handle, "hvd_grouped_reducescatter");
   })
 }
 

@@ -151,7 +151,7 @@ HVD_API hvd_status_t hvd_param_get(const char* name, char* buf, size_t len) {
     std::string value;
     if (!param_value_text(params, name, &value))
       return fail(HVD_ERR_INVALID_ARGUMENT,
-                  "'%s' is not a libhvd parameter (see the README's table of variables)", name);
+                  "'%s' is not a libhvd parameter (hvd-info -c lists them; docs/configuration.md)", name);
     std::snprintf(buf, len, "%s", value.c_str());
     return HVD_SUCCESS;
   })

@@ -25,6 +25,14 @@ Error require_runtime(const char* function, std::shared_ptr<Runtime>* rt) {
   return Error::success();
 }
 
+hvd_status_t as_blocking_call(hvd_status_t status, const char* function) {
+  if (status != HVD_ERR_NOT_INITIALIZED) return status;
+  std::shared_ptr<Runtime> rt;
+  Error err = require_runtime(function, &rt);
+  // A runtime made meanwhile by another thread: the _async form's report stands.
+  return err.ok() ? status : finish(err);
+}
+
 // The shape fields were carved from the reserved bytes: programs built against the
 // older header pass the same size, with zeros (no shape) where the fields now are.
 static_assert(sizeof(void*) != 8 || sizeof(hvd_op_options_t) == 120,

@@ -34,6 +34,10 @@ struct OpOptions {
 
 // The runtime, or HVD_ERR_NOT_INITIALIZED naming the function.
 Error require_runtime(const char* function, std::shared_ptr<Runtime>* rt);
+// A blocking call made through its _async form returns that form's status; a refusal
+// for want of a runtime is told again under the name the caller used ("hvd_allreduce
+// called before hvd_init", not "hvd_allreduce_async called ...").
+hvd_status_t as_blocking_call(hvd_status_t status, const char* function);
 
 Error read_options(const hvd_op_options_t* options, OpOptions* out);
 Error check_dtype(hvd_dtype_t dtype);

@@ -116,12 +116,11 @@ const std::vector<ParamDef>& defs() {
       P_BOOL("HOROVOD_STALL_CHECK_DISABLE", stall_check_disable, 0,
              "Turn the stall inspector off"),
       P_DOUBLE("HVD_OP_TIMEOUT_SECONDS", op_timeout_s, 600, 0, 1e9,
-               "End the job (MPI_Abort) when one collective, submitted by every rank, has "
-               "not finished after this many seconds: a peer stopped, lost or cut off; "
-               "0 never"),
+               "End the job (MPI_Abort, exit status 124) when a collective every rank "
+               "submitted has not finished after this many seconds; 0 never"),
       P_INT("HVD_EXIT_NOTICE_FD", exit_notice_fd, -1, -1, 1 << 20,
-            "Set by hvdrun's rank monitor: a descriptor that is told when hvd_init begins and "
-            "the time this process began to exit (-1: none)"),
+            "Set by hvdrun's rank monitor, not by users: where this process reports that "
+            "hvd_init began and when it began to exit (-1: none)"),
       {{"HOROVOD_LOG_LEVEL", ParamType::Choice, "warning",
         "Least severe messages printed: trace|debug|info|warning|error|fatal|off"},
        0, 0, "trace|debug|info|warning|error|fatal|off",
@@ -145,7 +144,7 @@ const std::vector<ParamDef>& defs() {
              "Pick this rank's GPU from the topology and make it current"),
       {{"HVD_CPU_BIND", ParamType::Choice, "auto",
         "Bind the process and background thread near its GPU: none|numa|core|auto (auto: "
-        "as core when nothing else placed the process and ranks share the node or machine)"},
+        "core when ranks share the node or machine and nothing else placed the process)"},
        0, 0, "none|numa|core|auto",
        [](Params& p, const Value& v) { p.cpu_bind = static_cast<CpuBind>(v.i); },
        [](const Params& p) {
@@ -165,86 +164,54 @@ const std::vector<ParamDef>& defs() {
               "or in a fused batch's pieces: see HVD_FUSE_LARGE)"),
       P_AUTO_CHOICE(
           "HVD_FUSE_LARGE", fuse_large,
-          "Tensors of HVD_INPLACE_MIN_BYTES and more (host memory) join fused batches, "
-          "reduced in equal pieces in their own memory: auto|never|always (auto: in "
-          "process sets that span nodes, where equal pieces beat a call sequence per "
-          "tensor, and everywhere while every rank's large tensors lie back to back in "
-          "memory, in place (a flat gradient buffer: no piece is copied), unless the "
-          "hierarchical allreduce reduces the set; not otherwise within one node, where "
-          "the pieces that straddle two tensors cost their copies). Where they fuse, a "
-          "tensor above HOROVOD_FUSION_THRESHOLD goes in the same pieces"),
+          "Whether host tensors of HVD_INPLACE_MIN_BYTES and more join fused batches, "
+          "reduced in equal pieces in their own memory: auto|never|always (auto: across "
+          "nodes, or where a rank's tensors lie back to back)"),
       P_AUTO_CHOICE(
           "HVD_FUSED_RING", fused_ring,
-          "A fused host allreduce is reduced by libhvd's own ring "
-          "(reduce-scatter, then allgather, over MPI point-to-point) straight from and "
-          "into the tensors, instead of copied into the fusion buffer, reduced by "
-          "MPI_Allreduce and copied out: auto|never|always (auto: batches of 64 KiB and "
-          "more in process sets that span nodes, where every rank has a CPU of its own, "
-          "counted per machine (several MPI nodes on one machine share its CPUs); "
-          "always: every fused batch. Never where the hierarchical allreduce reduces "
-          "the set)"),
+          "Reduce a fused host allreduce by libhvd's own ring straight from and into the "
+          "tensors, not through the fusion buffer: auto|never|always (auto: batches of 64 "
+          "KiB+ across nodes, a CPU per rank)"),
       P_AUTO_CHOICE(
           "HVD_FAR_CORES", far_cores,
-          "Large allreduces go in 16 MiB calls (HVD_ALLREDUCE_CHUNK_BYTES below that) "
-          "while the ranks of a node sit on cores that share no cache, where the data "
-          "of a smaller call comes across slower than a larger call's streams from "
-          "memory: auto|never|always (auto: local ranks 0 and 1 of each node time a "
-          "cache line's round trip between them at rounds 1, 2, 4, ... 64 and then every "
-          "64th, where every rank has a CPU of its own; above "
-          "280 ns every rank switches, at the same round; not where "
-          "HVD_ALLREDUCE_CHUNK_BYTES is set; always: from the first round)"),
+          "Large allreduces go in 16 MiB calls while a node's ranks sit on cores that "
+          "share no cache: auto|never|always (auto: measured by a cache line's round "
+          "trip, above 280 ns)"),
       P_BYTES("HVD_FUSION_PIECE_BYTES", fusion_piece_bytes, "1048576", 4096, kNoMax,
               "A fused host allreduce is copied in, reduced and copied out this many "
               "bytes at a time, so each piece stays in cache between the three"),
       P_BYTES("HVD_SPECULATIVE_BYTES", speculative_bytes, "16384", 0, 1 << 30,
-              "A lone allreduce up to this size, repeated, travels with its negotiation "
-              "round: one round trip instead of two (0: off; the smallest value over "
-              "the ranks is used)"),
+              "A repeated lone allreduce up to this size travels with its negotiation round: "
+              "one round trip instead of two (0: off; the smallest over the ranks)"),
       P_INT("HVD_SPIN_US", spin_us, 50, 0, 1000000,
             "Microseconds a waiting thread polls before it starts to sleep"),
       P_INT("HVD_BG_SPIN_US", bg_spin_us, 50, 0, 1000000,
-            "Microseconds the background thread polls for new work after activity before "
-            "it sleeps, yielding its core to any thread that wants it (0: it sleeps at "
-            "once, and the next request pays for waking it)"),
+            "Microseconds the background thread polls for new work after activity before it "
+            "sleeps (0: sleeps at once)"),
       P_INT("HVD_BURST_GAP_US", burst_gap_us, 50, 0, 1000000,
-            "A round that finds new requests naps this long, and again (a gap longer each "
-            "time) while more keep arriving, at most the cycle time (ten times that where "
-            "a round cannot overlap the caller's pushes: see HVD_BURST_CAP_MEASURE) and "
-            "not once the caller waits for one, so that one round takes a burst whole; "
-            "a lone repeat of the last round's only tensor goes at once. Also how long a "
-            "rank rung by a peer with nothing queued, just after completing work, waits "
-            "for its own next request (0: neither)"),
+            "Microseconds a round waits, again while more requests arrive (at most the "
+            "cycle time), so one round takes a burst of requests whole (0: never)"),
       P_BOOL("HVD_BURST_CAP_MEASURE", burst_cap_measure, 1,
-             "Whether a round may start before a burst ends (after the cycle time) is "
-             "judged from the placement (two CPUs or more per rank, or a GPU) and then, "
-             "without a GPU, measured: rounds whose threads waited for a CPU make the cap "
-             "ten cycle times on every rank until the CPUs are free again. 0: the "
-             "placement alone"),
+             "Judge from measured CPU waits, not only from the placement, whether a round "
+             "may start before a burst ends (0: placement alone)"),
       P_INT("HVD_POLL_US", poll_us, 200, 1, 1000000,
             "Longest sleep between polls while an operation is in flight"),
       P_INT("HVD_IDLE_POLL_MS", idle_poll_ms, 5, 1, 60000,
             "Sleep between checks for peers' work while this rank is idle"),
       P_INT("HVD_CACHE_TOGGLE_ROUNDS", cache_toggle_rounds, 0, 0, 1 << 30,
-            "For tests: the coordinator turns the response cache off and on every this "
-            "many negotiation rounds, the way autotune decisions do (0: never; ignored "
-            "with HOROVOD_AUTOTUNE or a cache capacity of 0)"),
+            "For tests: turn the response cache off and on every this many negotiation "
+            "rounds (0: never; ignored under autotune)"),
       P_BOOL("HVD_STEP_STATS", step_stats, 1,
-             "Step accounting: per training step, the time user threads waited on libhvd "
-             "(exposed communication), negotiation, copy and transfer time, bytes and bus "
-             "bandwidth (hvd_get_step_stats); costs a few clock reads per round and per "
-             "blocking wait. 0 turns it off"),
+             "Step accounting: per step, the time user threads waited on libhvd, "
+             "negotiation, copies, transfers and bandwidth (0: off)"),
       P_INT("HVD_STEP_STATS_WARMUP", step_stats_warmup, 1, 0, 1 << 30,
-            "Steps at the start that step accounting leaves out: the first step negotiates "
-            "every tensor by name, fills the response cache, allocates the fusion buffer "
-            "and lets MPI open its connections, which later steps do not pay"),
+            "Steps at the start that step accounting leaves out (the first negotiates every "
+            "name and opens connections)"),
       P_BOOL("HVD_SUMMARY", summary, 0,
-             "At shutdown rank 0 prints a table of the job's steps to standard error: step "
-             "time, exposed communication, negotiation, copies, transfers, bus bandwidth "
-             "against raw MPI, and the tensors waited on longest"),
+             "At shutdown rank 0 prints the step summary (step time, exposed communication, "
+             "bandwidth) to standard error"),
       P_STRING("HVD_SUMMARY_FILE", summary_file,
-               "At shutdown rank 0 writes the step summary as JSON to this file (implies the "
-               "summary's gather and MPI reference probe, without the printed table unless "
-               "HVD_SUMMARY is set)"),
+               "At shutdown rank 0 writes the step summary as JSON to this file"),
   };
   return table;
 }

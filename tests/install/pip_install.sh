@@ -21,6 +21,7 @@ fi
 
 [ -x "$work/venv/bin/hvdrun" ] || die "pip did not put hvdrun on the venv's PATH"
 [ -x "$work/venv/bin/hvd-bench" ] || die "pip did not put hvd-bench on the venv's PATH"
+[ -x "$work/venv/bin/hvd-info" ] || die "pip did not put hvd-info on the venv's PATH"
 [ -x "$work/venv/bin/horovodrun" ] || die "pip did not put horovodrun on the venv's PATH"
 "$work/venv/bin/hvdrun" --version | grep -q "libhvd" || die "hvdrun --version"
 

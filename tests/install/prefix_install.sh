@@ -2,8 +2,9 @@
 # Installs this build into a scratch folder (meson install --destdir) and checks that
 # the installed tree works from there with no LD_LIBRARY_PATH, as an install under any
 # prefix must: the programs and examples find libhvd through their $ORIGIN-relative
-# RPATH, hvd.pc is relocatable, the Python package loads the libhvd installed with it,
-# and every data file lands under share/hvd.
+# RPATH, hvd.pc is relocatable (the C example builds and runs with README.md's line),
+# hvd-info lists the knobs, the Python package loads the libhvd installed with it, and
+# every data file lands under share/hvd.
 # Usage: prefix_install.sh BUILD_DIR MPIEXEC PYTHON PREFIX
 set -u
 build=$1 mpiexec=$2 python=$3 prefix=$4
@@ -27,6 +28,8 @@ echo "$out" | grep -q "libhvd" || die "hvdrun --version: $out"
 out=$("$root/bin/horovodrun" --version 2>&1) || die "installed horovodrun --version: $out"
 echo "$out" | grep -q "libhvd" || die "horovodrun --version: $out"
 "$root/bin/hvd-bench" --help >"$work/bench.txt" 2>&1 || die "installed hvd-bench: $(cat "$work/bench.txt")"
+"$root/bin/hvd-info" -c >"$work/info.txt" 2>&1 || die "installed hvd-info: $(cat "$work/info.txt")"
+grep -q "^HOROVOD_FUSION_THRESHOLD=" "$work/info.txt" || die "hvd-info -c: $(cat "$work/info.txt")"
 "$mpiexec" -n 1 "$root/share/hvd/examples/train_linear" >"$work/train.txt" 2>&1 ||
   die "installed example: $(cat "$work/train.txt")"
 
@@ -43,6 +46,17 @@ libdir=$(PKG_CONFIG_PATH="$pc" pkg-config --variable=libdir hvd)
 [ -e "$libdir/libhvd.so.0" ] || die "hvd.pc's libdir $libdir is not the installed one (not relocatable)"
 cc "$work/user.c" -o "$work/user" $flags -Wl,-rpath,"$libdir" || die "cannot build against hvd.pc"
 "$uninstrumented" "$work/user" >/dev/null || die "the user's program failed"
+
+# The C example, built with exactly the line README.md gives (it needs -lm of its own,
+# and the rpath so that it runs without LD_LIBRARY_PATH), then run on 2 ranks.
+src=$(cd "$(dirname "$0")/../.." && pwd)
+line=$(grep -m 1 '^cc examples/c/train_linear.c ' "$src/README.md") ||
+  die "README.md has no line building examples/c/train_linear.c"
+mkdir -p "$work/user_tree/examples/c" && cp "$src/examples/c/train_linear.c" "$work/user_tree/examples/c/"
+(cd "$work/user_tree" && PKG_CONFIG_PATH="$pc" sh -c "$line") >"$work/cc.txt" 2>&1 ||
+  die "README's line failed: $line: $(cat "$work/cc.txt")"
+"$mpiexec" -n 2 "$uninstrumented" "$work/user_tree/train_linear" >"$work/linear.txt" 2>&1 ||
+  die "the example built by README's line failed (status $?): $(cat "$work/linear.txt")"
 
 # The Python package (and the horovod stand-in, whose folder the .pth file adds when
 # the site folder is a real site folder; with PYTHONPATH it is named too).

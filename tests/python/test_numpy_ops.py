@@ -43,8 +43,10 @@ def test_queries_match_the_launcher():
     assert 0 <= hvd.local_rank() < hvd.local_size()
     assert 0 <= hvd.cross_rank() < hvd.cross_size()
     assert hvd.is_initialized()
-    assert hvd.mpi_built() and hvd.version() >= 100
-    assert hvd.version_string() == hvd.__version__
+    assert hvd.mpi_built() and hvd.version_number() >= 100
+    assert hvd.version() == hvd.version_string() == hvd.__version__
+    major, minor, patch = (int(part) for part in hvd.version().split("."))
+    assert hvd.version_number() == major * 10000 + minor * 100 + patch
     assert hvd.param("HOROVOD_CYCLE_TIME")
 
 

@@ -366,6 +366,13 @@ static void queries(void) {
   if (!hvd_last_error()) failure(__LINE__, "hvd_last_error", "NULL");
 }
 
+/* The last error begins with text: a blocking call names itself, not the _async
+   form it is made through. */
+static void expect_named(const char* text, int line) {
+  if (strncmp(hvd_last_error(), text, strlen(text)) != 0)
+    failure(line, text, hvd_last_error());
+}
+
 static void not_initialized(void) {
   /* Valid calls that need the runtime. */
   EXPECT_MINUS_ONE(hvd_rank());
@@ -375,6 +382,14 @@ static void not_initialized(void) {
   EXPECT_MINUS_ONE(hvd_is_homogeneous());
   EXPECT_MINUS_ONE(hvd_process_set_size(0));
   EXPECT_ERROR(hvd_allreduce(g_buf, g_buf, 4, HVD_FLOAT32, HVD_OP_SUM, "not.init"));
+  expect_named("hvd_allreduce called before hvd_init", __LINE__);
+  EXPECT_ERROR(hvd_broadcast(g_buf, 4, HVD_FLOAT32, 0, "not.init"));
+  expect_named("hvd_broadcast called before hvd_init", __LINE__);
+  const int64_t shape[1] = {4};
+  void* out = NULL;
+  int64_t rows = 0;
+  EXPECT_ERROR(hvd_allgather(g_buf, 1, shape, HVD_FLOAT32, &out, &rows, NULL, "not.init", NULL));
+  expect_named("hvd_allgather called before hvd_init", __LINE__);
   EXPECT_ERROR(hvd_barrier(0));
   EXPECT_ERROR(hvd_join(HVD_DEVICE_CPU, NULL));
   EXPECT_ERROR(hvd_stop_timeline());

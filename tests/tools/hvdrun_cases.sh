@@ -93,8 +93,18 @@ usage-errors)
   ;;
 help)
   "$hvdrun" --help >"$work/help" || die "--help failed"
-  for part in SYNOPSIS "-np, --num-proc N" "--fusion-threshold-mb MB" "EXIT STATUS" EXAMPLES; do
+  for part in SYNOPSIS "-np, --num-proc N" "--fusion-threshold-mb MB" "EXIT STATUS" EXAMPLES \
+      "the launcher of the MPI" "REFUSED HOROVODRUN FLAGS" "response cache"; do
     grep -qF -- "$part" "$work/help" || die "--help lacks $part"
+  done
+  # Every flag hvdrun refuses is in the manual, which takes them from the same list.
+  for flag in --min-np --min-num-proc --max-np --max-num-proc --slots-per-host \
+      --elastic-timeout --reset-limit --blacklist-cooldown-range --host-discovery-script \
+      --gloo --jsrun --config-file; do
+    grep -qE -- "(^| )$flag[,:]" "$work/help" || die "--help does not list the refused $flag"
+    HVDRUN_MPIEXEC="$fakes/fake_mpich" "$hvdrun" -np 1 "$flag" x prog >/dev/null 2>"$work/refused"
+    status=$?
+    [ "$status" = 2 ] || die "$flag: status $status, expected 2"
   done
   "$hvdrun" --version | grep -q "^hvdrun [0-9]" || die "--version"
   "$hvdrun" --check-build >"$work/cb" || die "--check-build failed"

@@ -21,9 +21,12 @@ constexpr const char* kDescription =
     "    hvdrun --check-build | --version | --help\n"
     "\n"
     "DESCRIPTION\n"
-    "    Starts N copies of command as one MPI job, through the mpiexec of the MPI\n"
-    "    found on PATH (MPICH/Hydra, Open MPI or Intel MPI, detected from\n"
-    "    `mpiexec --version`). Takes horovodrun's options, so a horovodrun command line\n"
+    "    Starts N copies of command as one MPI job, through the launcher of the MPI\n"
+    "    libhvd was built against (mpiexec.mpich or mpiexec.openmpi when on PATH,\n"
+    "    else mpiexec or mpirun from PATH; MPICH/Hydra, Open MPI or Intel MPI,\n"
+    "    detected from `mpiexec --version`). A launcher of another MPI is refused:\n"
+    "    it would start every rank as a job of its own. --verbose prints the command\n"
+    "    run. Takes horovodrun's options, so a horovodrun command line\n"
     "    works unchanged. The tuning options become HOROVOD_* variables in every\n"
     "    rank's environment. Everything from the first word that is not an option\n"
     "    (or after `--`) is the command, passed to the ranks exactly as given: no\n"
@@ -33,8 +36,8 @@ constexpr const char* kDescription =
 
 constexpr const char* kFooter =
     "ENVIRONMENT\n"
-    "    HVDRUN_MPIEXEC  the MPI launcher to run instead of mpiexec (or mpirun) from\n"
-    "                    PATH, e.g. /opt/openmpi/bin/mpirun.\n"
+    "    HVDRUN_MPIEXEC  the MPI launcher to run instead of the one of libhvd's MPI,\n"
+    "                    e.g. /opt/openmpi/bin/mpirun.\n"
     "    HVDRUN_PYTHON   the Python that draws --plot (needs matplotlib); default\n"
     "                    python3 from PATH.\n"
     "\n"
@@ -139,7 +142,7 @@ std::unique_ptr<CLI::App> make_app(LaunchOptions& o, std::vector<std::string>& e
                                    ScalingArgs& sc, std::optional<std::string>& num_proc_text) {
   auto app = std::make_unique<CLI::App>(kDescription, "hvdrun");
   app->formatter(std::make_shared<ManFormatter>());
-  app->footer(kFooter);
+  app->footer(refused_flags_help() + kFooter);
   TuningOptions& t = o.tuning;
 
   const std::string procs = "Processes and hosts";
@@ -193,7 +196,8 @@ std::unique_ptr<CLI::App> make_app(LaunchOptions& o, std::vector<std::string>& e
   tuning(hag);
   tuning(nohag);
   tuning(app->add_flag("--autotune", t.autotune,
-                       "Tune fusion threshold and cycle time while training (HOROVOD_AUTOTUNE=1)"));
+                       "Tune the fusion threshold, cycle time, response cache and (on several nodes) "
+                       "the hierarchical allreduce and allgather while training (HOROVOD_AUTOTUNE=1)"));
   add_optional(*app, "--autotune-log-file", t.autotune_log_file,
                "CSV log of the autotuner's samples (HOROVOD_AUTOTUNE_LOG)", "FILE");
   tuning(app->get_option("--autotune-log-file"));

@@ -1,5 +1,7 @@
 #include "cli_compat.h"
 
+#include <cstring>
+
 #include <CLI/CLI.hpp>
 #include <utility>
 
@@ -21,38 +23,67 @@ std::string normalize_alias(const std::string& tok) {
   return tok;
 }
 
+namespace {
+
+// horovodrun's elastic flags: one reason, one remedy.
+const char* const kElasticFlags[] = {"--min-np",        "--min-num-proc",
+                                     "--max-np",        "--max-num-proc",
+                                     "--slots-per-host", "--elastic-timeout",
+                                     "--reset-limit",   "--blacklist-cooldown-range",
+                                     "--host-discovery-script"};
+
+struct RefusedFlag {
+  const char* name;
+  const char* message;  // why, and what to do instead
+};
+const RefusedFlag kOtherRefusedFlags[] = {
+    {"--gloo", "libhvd has no Gloo controller; hvdrun always runs the job on MPI, so leave --gloo out"},
+    {"--jsrun", "hvdrun starts jobs with MPICH, Open MPI or Intel MPI, not IBM's jsrun; leave --jsrun out"},
+    {"--config-file",
+     "hvdrun does not read Horovod's YAML parameter files; give each parameter as its flag "
+     "(fusion_threshold_mb: 32 is --fusion-threshold-mb 32)"},
+};
+
+const char kElasticMessage[] =
+    "elastic training (ranks joining and leaving a running job) is not supported by libhvd; "
+    "run a fixed number of ranks with -np and -H or --hostfile, and restart the job from its "
+    "last checkpoint if a host fails";
+
+}  // namespace
+
 // horovodrun flags hvdrun refuses, with what to do instead: the job would not be
 // the one asked for.
 std::optional<std::string> refused_flag(const std::string& name) {
-  static const char* const elastic[] = {"--min-np",
-                                        "--min-num-proc",
-                                        "--max-np",
-                                        "--max-num-proc",
-                                        "--slots-per-host",
-                                        "--elastic-timeout",
-                                        "--reset-limit",
-                                        "--blacklist-cooldown-range",
-                                        "--host-discovery-script"};
-  for (const char* e : elastic)
-    if (name == e)
-      return name +
-             ": elastic training (ranks joining and leaving a running job) is not "
-             "supported by libhvd; run a fixed number of ranks with -np and -H or "
-             "--hostfile, and restart the job from its last checkpoint if a host fails";
-  if (name == "--gloo")
-    return std::string(
-        "--gloo: libhvd has no Gloo controller; hvdrun always runs the job "
-        "on MPI, so leave --gloo out");
-  if (name == "--jsrun")
-    return std::string(
-        "--jsrun: hvdrun starts jobs with MPICH, Open MPI or Intel MPI, not "
-        "IBM's jsrun; leave --jsrun out");
-  if (name == "--config-file")
-    return std::string(
-        "--config-file: hvdrun does not read Horovod's YAML parameter files; "
-        "give each parameter as its flag (fusion_threshold_mb: 32 is "
-        "--fusion-threshold-mb 32)");
+  for (const char* e : kElasticFlags)
+    if (name == e) return name + ": " + kElasticMessage;
+  for (const RefusedFlag& r : kOtherRefusedFlags)
+    if (name == r.name) return name + ": " + r.message;
   return std::nullopt;
+}
+
+std::string refused_flags_help() {
+  std::string text =
+      "REFUSED HOROVODRUN FLAGS\n"
+      "    These horovodrun flags stop hvdrun with status 2 and a message saying what\n"
+      "    to do instead, since the job would not be the one asked for:\n";
+  std::string line = "   ";
+  for (const char* e : kElasticFlags) {
+    if (line.size() + 1 + std::strlen(e) + 1 > 80) {
+      text += line + "\n";
+      line = "   ";
+    }
+    line += std::string(" ") + e + ",";
+  }
+  line.back() = ':';
+  text += line + "\n        elastic training; libhvd runs a fixed number of ranks.\n";
+  for (const RefusedFlag& r : kOtherRefusedFlags) {
+    const char* semicolon = std::strchr(r.message, ';');
+    text += std::string("    ") + r.name + ": " +
+            std::string(r.message, semicolon ? static_cast<size_t>(semicolon - r.message)
+                                             : std::strlen(r.message)) +
+            ".\n";
+  }
+  return text + "\n";
 }
 
 void add_ineffective_horovodrun_flags(CLI::App& app, LaunchOptions& o) {

@@ -22,6 +22,9 @@ std::string normalize_alias(const std::string& tok);
 // YAML config file), given the flag's name; nothing for any other name.
 std::optional<std::string> refused_flag(const std::string& name);
 
+// The manual's section listing every refused flag, from the same list as refused_flag.
+std::string refused_flags_help();
+
 // Declares the flags without effect here; giving one adds its note to o.notices.
 void add_ineffective_horovodrun_flags(CLI::App& app, LaunchOptions& o);
 

@@ -19,7 +19,8 @@ from .basics import (Adasum, Average, Max, Min, Product, ProcessSet, Sum, add_pr
                      local_rank, local_size, mark_step, mpi_built, mpi_enabled,
                      mpi_library_version, nccl_built, param, process_set_ids,
                      process_set_ranks, rank, reducescatter_rows, remove_process_set, shutdown,
-                     size, start_timeline, step_stats, stop_timeline, version, version_string)
+                     size, start_timeline, step_stats, stop_timeline, version, version_number,
+                     version_string)
 from .collectives import (allgather, allgather_async, allreduce, allreduce_, allreduce_async,
                           allreduce_async_, alltoall, alltoall_async, broadcast, broadcast_,
                           broadcast_async, broadcast_async_, grouped_allgather,

@@ -1,4 +1,4 @@
-"""The `hvdrun` and `hvd-bench` commands of a pip install.
+"""The `hvdrun`, `hvd-bench` and `hvd-info` commands of a pip install.
 
 A wheel carries the programs inside the package (hvd/_bin, next to libhvd); pip puts
 these small launchers on the environment's PATH, and each replaces itself with the
@@ -25,3 +25,7 @@ def hvdrun():
 
 def hvd_bench():
     _exec("hvd-bench")
+
+
+def hvd_info():
+    _exec("hvd-info")

@@ -322,7 +322,14 @@ def stop_timeline():
 # --- build and configuration --------------------------------------------------------
 
 def version():
-    """The library version as MAJOR * 10000 + MINOR * 100 + PATCH."""
+    """The library version as text, "MAJOR.MINOR.PATCH" (as hvd.__version__ and
+    Horovod's horovod.__version__ are)."""
+    return version_string()
+
+
+def version_number():
+    """The library version as MAJOR * 10000 + MINOR * 100 + PATCH, for comparisons
+    (hvd_version() in C)."""
     return lib.hvd_version()
 
 
