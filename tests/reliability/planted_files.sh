@@ -98,5 +98,4 @@ SCRIPT
   die "unknown case"
   ;;
 esac
-[ -z "${PLANTED_SHOW:-}" ] || cat "$work/err"
 echo "ok: $case_name"

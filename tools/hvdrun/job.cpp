@@ -1,10 +1,12 @@
 #include "job.h"
 
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <optional>
 
+#include <poll.h>
 #include <unistd.h>
 
 #include "host_check.h"
@@ -59,6 +61,16 @@ Result<EventFolder> prepare_output_folder(const LaunchPlan& plan) {
   auto events = EventFolder::create(dir);
   if (!events) return R::failure("--output-filename " + dir + ": " + events.error());
   return events;
+}
+
+// Whether hvdrun's stdout or stderr is a pipe whose reader has gone (poll reports an
+// error on the writing end of such a pipe).
+bool output_reader_gone() {
+  for (int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+    pollfd p{fd, 0, 0};
+    if (::poll(&p, 1, 0) == 1 && (p.revents & POLLERR)) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -121,6 +133,10 @@ int run_prepared_job(const PreparedJob& job, const LaunchOptions& options) {
     std::cerr << "hvdrun: " << outcome.error << "\n";
     return kNoLauncher;
   }
+  // `hvdrun ... | head`: the reader closed the pipe and the launcher, writing the ranks'
+  // output to it, died of SIGPIPE. Not a fault: hvdrun ends quietly with the status a
+  // shell gives any program stopped that way, as other Unix tools do.
+  if (outcome.launcher_crash_signal == SIGPIPE && output_reader_gone()) return 128 + SIGPIPE;
   if (outcome.launcher_crash_signal)
     std::cerr << "hvdrun: " << launched.argv[0] << " itself died of signal " << outcome.launcher_crash_signal
               << " (" << strsignal(outcome.launcher_crash_signal)
