@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 
+#include "base/atomic_file.h"
 #include "base/log.h"
 #include "core/request.h"
 #include "core/step_stats.h"
@@ -352,12 +353,10 @@ void step_summary_at_shutdown(MPI_Comm comm, int rank, int size, const Params& p
   }
   if (!params.summary_file.empty()) {
     const std::string json = summary_json(rows, top_all, params.step_stats_warmup, probe_bytes);
-    FILE* f = std::fopen(params.summary_file.c_str(), "w");
-    bool written = f && std::fwrite(json.data(), 1, json.size(), f) == json.size();
-    if (f && std::fclose(f) != 0) written = false;
-    if (!written)
-      HVD_LOG(Warning, "HVD_SUMMARY_FILE: cannot write '%s': %s", params.summary_file.c_str(),
-              std::strerror(errno));
+    // Whole or not at all, never through a planted link: hvdrun --scaling reads it.
+    std::string why;
+    if (!write_file_atomically(params.summary_file, json, &why))
+      HVD_LOG(Warning, "HVD_SUMMARY_FILE: %s", why.c_str());
   }
 }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <new>
 
+#include "base/atomic_file.h"
 #include "base/log.h"
 
 namespace hvd {
@@ -32,9 +33,13 @@ bool Timeline::start(const std::string& path, bool mark_cycles, std::string* err
     if (error) *error = "the timeline needs a file name";
     return false;
   }
-  FILE* f = std::fopen(path.c_str(), "w");
+  // Readable under its name while the job runs (chrome://tracing takes an unclosed
+  // array; tools look for a tensor's row right after its first op), so the new file
+  // is put in place at once rather than when complete; never through a planted link.
+  std::string why;
+  FILE* f = create_file_in_place(path, &why);
   if (!f) {
-    if (error) *error = "cannot open timeline file '" + path + "': " + std::strerror(errno);
+    if (error) *error = "the timeline: " + why;
     return false;
   }
   file_ = f;

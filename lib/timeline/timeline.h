@@ -46,7 +46,8 @@ class Timeline {
   Timeline(const Timeline&) = delete;
   Timeline& operator=(const Timeline&) = delete;
 
-  // Truncates path and starts recording into it; a timeline already running is
+  // Starts recording into a new file at path (base/atomic_file.h: what was there is
+  // replaced, a planted link never followed); a timeline already running is
   // stopped first (its file completed). False with *error when the file cannot be
   // opened; the timeline is then stopped.
   bool start(const std::string& path, bool mark_cycles, std::string* error);

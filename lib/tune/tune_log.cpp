@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/atomic_file.h"
 #include "base/log.h"
 
 namespace hvd {
@@ -13,9 +14,12 @@ TuneLog::~TuneLog() {
 
 bool TuneLog::open(const std::string& path, std::string* error) {
   if (file_) std::fclose(file_);
-  file_ = std::fopen(path.c_str(), "w");
+  // In place at once, never through a planted link (base/atomic_file.h): rows are
+  // flushed as they come so that a job that ends early leaves a valid log.
+  std::string why;
+  file_ = create_file_in_place(path, &why);
   if (!file_) {
-    if (error) *error = "cannot open autotune log '" + path + "': " + std::strerror(errno);
+    if (error) *error = "the autotune log: " + why;
     return false;
   }
   path_ = path;

@@ -24,7 +24,8 @@ class TuneLog {
   TuneLog(const TuneLog&) = delete;
   TuneLog& operator=(const TuneLog&) = delete;
 
-  // Truncates path and writes the header. False with *error when it cannot.
+  // Writes the header to a new file at path (base/atomic_file.h: what was there is
+  // replaced, a planted link never followed). False with *error when it cannot.
   bool open(const std::string& path, std::string* error);
   bool is_open() const { return file_ != nullptr; }
   // Appends one row; after a write error the log stops (with one warning).

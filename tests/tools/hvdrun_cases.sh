@@ -286,6 +286,18 @@ PY
   [ "$status" = 3 ] || die "status $status, expected 3: $(tail -5 "$work/err")"
   grep -qF "rank 1 (pid" "$work/err" || die "the failed rank is not named: $(tail -5 "$work/err")"
   ;;
+output-closed)
+  # `hvdrun ... | head -3`: the reader closes the pipe, the launcher dies of SIGPIPE
+  # writing to it. Not a fault: hvdrun ends quietly with 128+13, as other tools do,
+  # and leaves no rank behind.
+  { "$hvdrun" -np 1 sh -c 'while :; do echo hvdrun-case-output-closed; done' 2>"$work/err"
+    echo $? >"$work/status"; } | head -3 >"$work/head"
+  [ "$(cat "$work/status")" = 141 ] || die "status $(cat "$work/status"), expected 141: $(tail -5 "$work/err")"
+  [ "$(wc -l <"$work/head")" = 3 ] || die "head got: $(cat "$work/head")"
+  ! grep -q "died of signal\|a fault of the MPI launcher" "$work/err" || die "blamed the launcher: $(cat "$work/err")"
+  sleep 0.2
+  ! pgrep -f "hvdrun-case-output-closed" >/dev/null || die "a rank was left running"
+  ;;
 output-files)
   "$hvdrun" -np 2 --output-filename "$work/logs" \
     sh -c 'r=${PMI_RANK:-$OMPI_COMM_WORLD_RANK}; echo "out $r"; echo "err $r" >&2' \

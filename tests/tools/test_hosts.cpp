@@ -75,8 +75,20 @@ void hostfile_forms(void**) {
       "node3\n"
       "node4 slots=2 max_slots=8\r\n"
       "node1 slots=1\n";
-  auto r = parse_hostfile(text, "hosts.txt");
+  std::vector<std::string> warnings;
+  auto r = parse_hostfile(text, "hosts.txt", &warnings);
   assert_string_equal(hosts_text(r).c_str(), "node1:5,node2:2,node3:1,node4:2");
+  // node1 twice: merged, and said, with both line numbers.
+  assert_words(warnings, "hosts.txt: host 'node1' is on lines 2 and 7; its slots are added up "
+                         "(node1:5). Give each host one line if that is not what you meant");
+  warnings.clear();
+  assert_string_equal(hosts_text(parse_hostfile("a\nb:2\na:2\na slots=1\n", "f", &warnings)).c_str(),
+                      "a:4,b:2");
+  assert_words(warnings, "f: host 'a' is on lines 1, 3 and 4; its slots are added up (a:4). "
+                         "Give each host one line if that is not what you meant");
+  warnings.clear();
+  parse_hostfile("a\nb\n", "f", &warnings);
+  assert_true(warnings.empty());
   // No final newline.
   assert_string_equal(hosts_text(parse_hostfile("a slots=2", "f")).c_str(), "a:2");
 }

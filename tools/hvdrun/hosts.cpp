@@ -142,9 +142,16 @@ Result<HostList> parse_host_list(std::string_view text) {
   return list;
 }
 
-Result<HostList> parse_hostfile(std::string_view text, std::string_view source) {
+Result<HostList> parse_hostfile(std::string_view text, std::string_view source,
+                                std::vector<std::string>* warnings) {
   HostList list;
   size_t line_no = 0;
+  std::vector<std::pair<std::string, std::vector<size_t>>> lines_of;  // in order of first use
+  auto note_line = [&](std::string_view host, size_t line) {
+    auto it = std::find_if(lines_of.begin(), lines_of.end(), [&](const auto& e) { return e.first == host; });
+    if (it == lines_of.end()) lines_of.push_back({std::string(host), {line}});
+    else it->second.push_back(line);
+  };
   while (!text.empty()) {
     ++line_no;
     size_t newline = text.find('\n');
@@ -168,6 +175,7 @@ Result<HostList> parse_hostfile(std::string_view text, std::string_view source) 
     if (words.size() == 1) {
       Status st = parse_host_entry(list, host, where);
       if (!st) return Result<HostList>::failure(st.error());
+      note_line(host.substr(0, host.find(':')), line_no);
       continue;
     }
     if (host.find(':') != std::string_view::npos)
@@ -196,13 +204,26 @@ Result<HostList> parse_hostfile(std::string_view text, std::string_view source) 
     }
     Status st = add_host(list, host, slots, where);
     if (!st) return Result<HostList>::failure(st.error());
+    note_line(host, line_no);
   }
   if (list.empty())
     return Result<HostList>::failure(std::string(source) + ": no hosts in the file");
+  if (warnings) {
+    for (const auto& [host, lines] : lines_of) {
+      if (lines.size() < 2) continue;
+      std::string numbers;
+      for (size_t i = 0; i < lines.size(); ++i)
+        numbers += (i == 0 ? "" : i + 1 == lines.size() ? " and " : ", ") + std::to_string(lines[i]);
+      const auto& entry = *std::find_if(list.begin(), list.end(), [&](const HostSlots& h) { return h.host == host; });
+      warnings->push_back(std::string(source) + ": host " + quoted(host) + " is on lines " + numbers +
+                          "; its slots are added up (" + host + ":" + std::to_string(entry.slots) +
+                          "). Give each host one line if that is not what you meant");
+    }
+  }
   return list;
 }
 
-Result<HostList> read_hostfile(const std::string& path) {
+Result<HostList> read_hostfile(const std::string& path, std::vector<std::string>* warnings) {
   auto fail = [&](const std::string& why) {
     return Result<HostList>::failure("--hostfile " + path + ": cannot read it (" + why + ")");
   };
@@ -233,7 +254,7 @@ Result<HostList> read_hostfile(const std::string& path) {
     }
   }
   ::close(fd);
-  return parse_hostfile(text, "hostfile " + path);
+  return parse_hostfile(text, "hostfile " + path, warnings);
 }
 
 int64_t total_slots(const HostList& hosts) {

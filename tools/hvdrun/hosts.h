@@ -37,11 +37,14 @@ Result<HostList> parse_host_list(std::string_view text);
 
 // Parses a hostfile: one host per line as `host`, `host:N` or `host slots=N`
 // (Open MPI's `max_slots=M` is accepted and ignored); `#` starts a comment.
-// source names the file in error messages.
-Result<HostList> parse_hostfile(std::string_view text, std::string_view source);
+// source names the file in error messages. A host on several lines gets the sum of
+// their slots; each such host adds a sentence to *warnings (when given) naming it and
+// its line numbers, since a line copied twice by mistake doubles the host's ranks.
+Result<HostList> parse_hostfile(std::string_view text, std::string_view source,
+                                std::vector<std::string>* warnings = nullptr);
 
 // Reads and parses the hostfile at path.
-Result<HostList> read_hostfile(const std::string& path);
+Result<HostList> read_hostfile(const std::string& path, std::vector<std::string>* warnings = nullptr);
 
 int64_t total_slots(const HostList& hosts);
 

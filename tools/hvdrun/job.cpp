@@ -1,13 +1,18 @@
 #include "job.h"
 
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
+#include <poll.h>
 #include <unistd.h>
 
 #include "host_check.h"
+#include "event_files.h"
 #include "launch.h"
+#include "output_folder.h"
 #include "rank_monitor.h"
 
 namespace hvdrun {
@@ -21,14 +26,51 @@ std::string own_path() {
   return ec ? std::string() : path.string();
 }
 
-// Puts the rank monitor in front of the user's command (the last words of argv).
-void monitor_each_rank(LaunchCommand* command, size_t user_words, const std::string& self,
+// Puts the rank monitor in front of the user's command (the last words of argv). With
+// an events folder, the job's token reaches the monitors through the environment:
+// Hydra passes the launcher's whole environment on; Open MPI only what -x names.
+void monitor_each_rank(LaunchCommand* command, const LaunchPlan& plan, const std::string& self,
                        const std::string& events_dir) {
-  auto at = command->argv.end() - static_cast<std::ptrdiff_t>(user_words);
-  if (events_dir.empty())
+  auto at = command->argv.end() - static_cast<std::ptrdiff_t>(plan.command.size());
+  if (events_dir.empty()) {
     command->argv.insert(at, {self, kRankMonitorFlag, "--"});
-  else
-    command->argv.insert(at, {self, kRankMonitorFlag, kRankMonitorEventsFlag, events_dir, "--"});
+    return;
+  }
+  if (plan.flavor == MpiFlavor::OpenMpi) {
+    at = command->argv.insert(at, {"-x", kEventsTokenVariable});
+    at += 2;
+  }
+  command->argv.insert(at, {self, kRankMonitorFlag, kRankMonitorEventsFlag, events_dir, "--"});
+}
+
+// The output folder made, checked and readied for a job with --output-filename; the
+// events folder made in it. A message for the user on failure.
+Result<EventFolder> prepare_output_folder(const LaunchPlan& plan) {
+  using R = Result<EventFolder>;
+  const std::string& dir = *plan.output_dir;
+  // Hydra opens the per-rank files but does not create their directory.
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return R::failure("--output-filename " + dir + ": cannot create it (" + ec.message() + ")");
+  if (auto warning = shared_folder_warning(dir))
+    std::cerr << "hvdrun: warning: --output-filename " << *warning << "\n";
+  if (plan.flavor != MpiFlavor::OpenMpi) {
+    Status claimed = claim_hydra_output_files(dir, plan.num_proc);
+    if (!claimed) return R::failure("--output-filename " + dir + ": " + claimed.error());
+  }
+  auto events = EventFolder::create(dir);
+  if (!events) return R::failure("--output-filename " + dir + ": " + events.error());
+  return events;
+}
+
+// Whether hvdrun's stdout or stderr is a pipe whose reader has gone (poll reports an
+// error on the writing end of such a pipe).
+bool output_reader_gone() {
+  for (int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+    pollfd p{fd, 0, 0};
+    if (::poll(&p, 1, 0) == 1 && (p.revents & POLLERR)) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -58,41 +100,43 @@ int run_prepared_job(const PreparedJob& job, const LaunchOptions& options) {
   LaunchCommand launched = job.command;
   const std::string self = own_path();
   const bool watch_ranks = !self.empty();
-  const std::string events_dir =
-      plan.output_dir ? *plan.output_dir + "/.hvdrun-events." + std::to_string(::getpid()) : "";
-  if (watch_ranks) monitor_each_rank(&launched, plan.command.size(), self, events_dir);
-
-  // The command as it is run, rank monitor included.
-  std::string rendered = render_command(launched);
   if (options.dry_run) {
-    std::cout << rendered << "\n";
+    // The events folder's name is drawn when the job runs.
+    if (watch_ranks)
+      monitor_each_rank(&launched, plan, self,
+                        plan.output_dir ? *plan.output_dir + "/" + kEventsFolderPrefix + "XXXXXX" : "");
+    std::cout << render_command(launched) << "\n";
     return 0;
   }
-  if (options.verbose) std::cerr << "hvdrun: " << flavor_name(plan.flavor) << ": " << rendered << "\n";
 
+  std::optional<EventFolder> events;
   if (plan.output_dir) {
-    // Hydra opens the per-rank files but does not create their directory.
-    std::error_code ec;
-    std::filesystem::create_directories(events_dir, ec);
-    if (ec)
-      return usage_error("--output-filename " + *plan.output_dir + ": cannot create it (" +
-                         ec.message() + ")");
+    auto prepared = prepare_output_folder(plan);
+    if (!prepared) return usage_error(prepared.error());
+    events.emplace(std::move(prepared).value());
   }
+  if (watch_ranks) monitor_each_rank(&launched, plan, self, events ? events->path() : "");
+  // The command as it is run, rank monitor included; the token is not shown.
+  if (options.verbose)
+    std::cerr << "hvdrun: " << flavor_name(plan.flavor) << ": " << render_command(launched) << "\n";
+  if (events) launched.launcher_env.emplace_back(kEventsTokenVariable, events->token());
 
   Status resolvable = check_hosts_resolve(plan.hosts, plan.mpi_args);
   if (!resolvable) return usage_error(resolvable.error());
 
   std::cout.flush();
   std::cerr.flush();
-  JobOutcome outcome = run_job(launched, watch_ranks, watch_ranks ? events_dir : "");
-  if (!events_dir.empty()) {
-    std::error_code ignored;
-    std::filesystem::remove_all(events_dir, ignored);
-  }
+  JobOutcome outcome =
+      run_job(launched, watch_ranks, watch_ranks && events ? &*events : nullptr, options.verbose);
+  events.reset();
   if (!outcome.started) {
     std::cerr << "hvdrun: " << outcome.error << "\n";
     return kNoLauncher;
   }
+  // `hvdrun ... | head`: the reader closed the pipe and the launcher, writing the ranks'
+  // output to it, died of SIGPIPE. Not a fault: hvdrun ends quietly with the status a
+  // shell gives any program stopped that way, as other Unix tools do.
+  if (outcome.launcher_crash_signal == SIGPIPE && output_reader_gone()) return 128 + SIGPIPE;
   if (outcome.launcher_crash_signal)
     std::cerr << "hvdrun: " << launched.argv[0] << " itself died of signal " << outcome.launcher_crash_signal
               << " (" << strsignal(outcome.launcher_crash_signal)

@@ -1,7 +1,5 @@
 #include "launch.h"
 
-#include <dirent.h>
-
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -105,33 +103,18 @@ void kill_job_deaf_to_signal(pid_t pid, double* signalled_at, bool* killed) {
   *killed = true;
 }
 
-// The markers the rank monitors left as files in events_dir (--output-filename),
-// each read once and removed; names ending .part are still being written.
-void read_event_files(const std::string& events_dir, JobWatch* watch) {
-  DIR* dir = ::opendir(events_dir.c_str());
-  if (!dir) return;
-  while (dirent* entry = ::readdir(dir)) {
-    const std::string name = entry->d_name;
-    if (name[0] == '.' || (name.size() > 5 && name.compare(name.size() - 5, 5, ".part") == 0))
-      continue;
-    const std::string path = events_dir + "/" + name;
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    char buf[1024];
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    ::close(fd);
-    ::unlink(path.c_str());
-    if (n <= 0) continue;
-    std::string_view line(buf, static_cast<size_t>(n));
-    if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
-    watch->take_marker(line);
-  }
-  ::closedir(dir);
+// The markers the rank monitors left as files (--output-filename); at --verbose, what
+// was there and is not theirs.
+void read_event_files(EventFolder& events, bool verbose, JobWatch* watch) {
+  std::vector<std::string> ignored;
+  for (const std::string& line : events.take_markers(&ignored)) watch->take_marker(line);
+  if (verbose)
+    for (const std::string& note : ignored) write_all(STDERR_FILENO, "hvdrun: " + note + "\n");
 }
 
 // Waits for the launcher while relaying its stderr (err_fd), ending the job when a
 // rank monitor reports the first failure. Returns the launcher's wait status.
-int relay_and_wait(pid_t pid, int err_fd, const std::string& events_dir, JobOutcome* outcome,
+int relay_and_wait(pid_t pid, int err_fd, EventFolder* events, bool verbose, JobOutcome* outcome,
                    bool* ended_by_hvdrun) {
   StderrRelay relay;
   bool open = true, exited = false;
@@ -164,7 +147,7 @@ int relay_and_wait(pid_t pid, int err_fd, const std::string& events_dir, JobOutc
         }
       }
     }
-    if (!events_dir.empty()) read_event_files(events_dir, &relay.watch());
+    if (events) read_event_files(*events, verbose, &relay.watch());
     // Ranks that die of a signal the user sent through hvdrun are not failures to
     // report; the job is already ending.
     if (relay.take_new_failure() && g_forwarded_signal == 0) failed_at = monotonic_seconds();
@@ -199,7 +182,8 @@ int relay_and_wait(pid_t pid, int err_fd, const std::string& events_dir, JobOutc
 
 }  // namespace
 
-JobOutcome run_job(const LaunchCommand& command, bool watch_ranks, const std::string& events_dir) {
+JobOutcome run_job(const LaunchCommand& command, bool watch_ranks, EventFolder* events,
+                   bool verbose) {
   JobOutcome outcome;
   if (command.argv.empty()) {
     outcome.error = "empty command";
@@ -292,7 +276,7 @@ JobOutcome run_job(const LaunchCommand& command, bool watch_ranks, const std::st
   bool ended_by_hvdrun = false;
   if (watch_ranks) {
     ::close(err_pipe[1]);
-    status = relay_and_wait(pid, err_pipe[0], events_dir, &outcome, &ended_by_hvdrun);
+    status = relay_and_wait(pid, err_pipe[0], events, verbose, &outcome, &ended_by_hvdrun);
     ::close(err_pipe[0]);
   } else {
     // Polled, not blocked in waitpid: a job that outlives a forwarded signal is ended.

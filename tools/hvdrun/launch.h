@@ -11,6 +11,7 @@
 #include <string>
 
 #include "command_builder.h"
+#include "event_files.h"
 #include "rank_exit.h"
 
 namespace hvdrun {
@@ -27,9 +28,10 @@ struct JobOutcome {
   int launcher_crash_signal = 0;
 };
 
-// events_dir: with watch_ranks, where the rank monitors write their markers as files
-// instead of stderr (--output-filename); empty: stderr only.
+// events: with watch_ranks, where the rank monitors write their markers as files
+// instead of stderr (--output-filename); null: stderr only. verbose: say what was
+// found there that is not a monitor's marker.
 JobOutcome run_job(const LaunchCommand& command, bool watch_ranks = false,
-                   const std::string& events_dir = {});
+                   EventFolder* events = nullptr, bool verbose = false);
 
 }  // namespace hvdrun

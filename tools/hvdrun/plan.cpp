@@ -42,7 +42,7 @@ Result<LaunchPlan> make_plan(const LaunchOptions& o, const PlanContext& ctx) {
     if (!hosts) return R::failure(hosts.error());
     plan.hosts = std::move(hosts).value();
   } else if (o.hostfile) {
-    auto hosts = read_hostfile(*o.hostfile);
+    auto hosts = read_hostfile(*o.hostfile, &plan.warnings);
     if (!hosts) return R::failure(hosts.error());
     plan.hosts = std::move(hosts).value();
   }

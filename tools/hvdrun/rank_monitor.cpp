@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "event_files.h"
 #include "line_relay.h"
 #include "rank_exit.h"
 
@@ -42,9 +43,6 @@ int launcher_rank() {
   return -1;
 }
 
-// Where markers go: stderr (the launcher carries it back), or, with an events
-// folder (--output-filename, where stderr goes to the rank's file), a file there of
-// their own, written whole under another name first so that hvdrun never reads half.
 std::string host_name() {
   char host[256] = "";
   ::gethostname(host, sizeof host - 1);
@@ -59,6 +57,12 @@ bool began_init(const std::string& notice_text) {
   return notice_text.compare(0, kInitNotice.size(), kInitNotice) == 0;
 }
 
+// The job's token for marker files (event_files.h), taken from the environment before
+// the rank starts, so that the rank's own environment does not carry it.
+std::string g_events_token;
+
+// Where markers go: stderr (the launcher carries it back), or, with an events folder
+// (--output-filename, where stderr goes to the rank's file), a file there of their own.
 // err_relay: the rank's stderr relay, if any: a marker starts a line of its own.
 void emit(const std::string& line, const char* events_dir, LineRelay* err_relay) {
   if (!events_dir) {
@@ -68,14 +72,9 @@ void emit(const std::string& line, const char* events_dir, LineRelay* err_relay)
     return;
   }
   static int serial = 0;
-  const std::string name = std::string(events_dir) + "/" + host_name() + "." +
-                           std::to_string(::getpid()) + "." + std::to_string(serial++);
-  const std::string partial = name + ".part";
-  int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return;
-  ssize_t written = ::write(fd, line.data(), line.size());
-  ::close(fd);
-  if (written == static_cast<ssize_t>(line.size())) ::rename(partial.c_str(), name.c_str());
+  write_event_file(events_dir, g_events_token,
+                   host_name() + "." + std::to_string(::getpid()) + "." + std::to_string(serial++),
+                   line);
 }
 
 double wall_seconds() {
@@ -92,6 +91,8 @@ int run_rank_monitor(int argc, char** argv, const char* events_dir) {
     return 2;
   }
   const pid_t monitor = ::getpid();
+  if (const char* token = std::getenv(kEventsTokenVariable)) g_events_token = token;
+  ::unsetenv(kEventsTokenVariable);
   // libhvd writes the time its process began to exit here (HVD_EXIT_NOTICE_FD): a
   // rank's exit takes a while (shutdown, MPI_Finalize), and peers that fail because
   // of it may be seen to exit before it does.

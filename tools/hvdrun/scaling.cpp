@@ -8,9 +8,9 @@
 
 #include <cerrno>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
+#include "base/atomic_file.h"
 #include "job.h"
 #include "scaling_report.h"
 #include "shell_words.h"
@@ -98,11 +98,9 @@ Result<RunSummary> read_summary(const std::string& path, int64_t n, const std::s
   return summary;
 }
 
-bool write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  return static_cast<bool>(out);
+// Whole, never through a link planted at path (base/atomic_file.h); *error says why not.
+bool write_file(const std::string& path, const std::string& text, std::string* error) {
+  return hvd::write_file_atomically(path, text, error);
 }
 
 // The plotting script: beside hvdrun in the build tree, in the data folder of an
@@ -146,8 +144,9 @@ int draw_plot(const ScalingReport& report, const std::string& png, const std::st
     return kReportFailed;
   }
   std::string json = tmp_dir + "/report.json";
-  if (!write_file(json, scaling_report_json(report))) {
-    std::cerr << "hvdrun: --plot: cannot write " << json << "\n";
+  std::string why;
+  if (!write_file(json, scaling_report_json(report), &why)) {
+    std::cerr << "hvdrun: --plot: " << why << "\n";
     return kReportFailed;
   }
   int status = run_python(script, json, png);
@@ -222,8 +221,9 @@ int run_scaling(const LaunchOptions& options, const PlanContext& context) {
   std::cout << "\n" << format_scaling_table(report) << std::flush;
 
   int status = 0;
-  if (sc.json_file && !write_file(*sc.json_file, scaling_report_json(report))) {
-    std::cerr << "hvdrun: --json: cannot write " << *sc.json_file << "\n";
+  std::string why;
+  if (sc.json_file && !write_file(*sc.json_file, scaling_report_json(report), &why)) {
+    std::cerr << "hvdrun: --json: " << why << "\n";
     status = kReportFailed;
   }
   if (sc.plot_file && draw_plot(report, *sc.plot_file, dir.path()) != 0) status = kReportFailed;

@@ -6,7 +6,9 @@ was given), against the number of ranks.
 REPORT.json is what hvdrun --scaling --json writes. Run by hvdrun --plot.
 """
 import json
+import os
 import sys
+import tempfile
 
 
 def main(argv):
@@ -60,11 +62,29 @@ def main(argv):
         ax.grid(alpha=0.3)
     fig.tight_layout()
     try:
-        fig.savefig(png_path, dpi=100)
+        save_replacing(fig, png_path)
     except OSError as err:
         print(f"hvdrun: --plot: cannot write {png_path}: {err}", file=sys.stderr)
         return 1
     return 0
+
+
+def save_replacing(fig, png_path):
+    """Writes the PNG to a new file beside png_path and renames it there once complete:
+    a link another user planted at that name is replaced, never written through
+    (libhvd's base/atomic_file.h does the same for its files)."""
+    folder, name = os.path.split(os.path.abspath(png_path))
+    fd, temp = tempfile.mkstemp(dir=folder, prefix="." + name[:200] + ".")
+    try:
+        mask = os.umask(0)
+        os.umask(mask)
+        os.fchmod(fd, 0o666 & ~mask)
+        with os.fdopen(fd, "wb") as f:
+            fig.savefig(f, format="png", dpi=100)
+        os.replace(temp, png_path)
+    except BaseException:
+        os.unlink(temp)
+        raise
 
 
 if __name__ == "__main__":
