@@ -21,6 +21,9 @@
  *    operation made while initialized takes its automatic name before anything is
  *    checked, so a call refused on one rank (and not on another) leaves later unnamed
  *    calls matched. A name already in flight on this rank is HVD_ERR_DUPLICATE_NAME.
+ *    A name is UTF-8 text: one that is not is HVD_ERR_INVALID_ARGUMENT (the message
+ *    gives the offset of its first bad byte), refused to the other ranks under the name
+ *    with U+FFFD for each bad byte, as hvd_refuse does.
  *  - Agreement: all ranks of the process set must agree on the operation, dtype,
  *    counts/shapes, root, reduce op, scale factors and device of a name; otherwise the
  *    operation completes with HVD_ERR_MISMATCH on every rank and the runtime goes on.
@@ -396,7 +399,8 @@ HVD_API int64_t hvd_reducescatter_rows(int64_t dim0, int set_rank, int set_size)
  * op: the function's name without "hvd_" and "_async": "allreduce", "broadcast",
  * "allgather", "alltoall", "reducescatter", "grouped_allreduce", "grouped_allgather" or
  * "grouped_reducescatter". name: the call's, or NULL for the automatic name the call
- * would have taken (so later unnamed calls stay matched). ntensors: a grouped call's
+ * would have taken (so later unnamed calls stay matched); a name that is not UTF-8 is
+ * announced with U+FFFD for each bad byte. ntensors: a grouped call's
  * tensor count (each member is refused; < 1: the first alone), else ignored.
  * options: the call's (process set), or NULL. Returns HVD_SUCCESS once announced. */
 HVD_API hvd_status_t hvd_refuse(const char* op, const char* name, int ntensors,

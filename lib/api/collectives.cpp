@@ -117,6 +117,7 @@ HVD_API hvd_status_t hvd_allreduce_async(const void* sendbuf, void* recvbuf, int
     std::string resolved;
     HVD_TRY(begin({"hvd_allreduce_async", "allreduce", name}, options, &rt, &opts, &set, &resolved));
     RefusalNotice notice(*rt, OpType::Allreduce, resolved, opts.process_set);
+    HVD_TRY(check_name_text(resolved));
     HVD_TRY(check_handle_out(handle));
     Request request;
     HVD_TRY(allreduce_request(sendbuf, recvbuf, count, dtype, op, std::move(resolved), opts,
@@ -152,6 +153,7 @@ HVD_API hvd_status_t hvd_grouped_allreduce_async(int ntensors, const void* const
                   &base));
     RefusalNotice notice(*rt, OpType::Allreduce, base, opts.process_set);
     notice.group(ntensors);
+    HVD_TRY(check_name_text(base));
     HVD_TRY(check_handle_out(handle));
     HVD_TRY(check_group(ntensors, {{sendbufs, "sendbufs"}, {recvbufs, "recvbufs"}, {counts, "counts"}},
                         "grouped_allreduce"));
@@ -202,6 +204,7 @@ HVD_API hvd_status_t hvd_broadcast_async(void* buffer, int64_t count, hvd_dtype_
     std::string resolved;
     HVD_TRY(begin({"hvd_broadcast_async", "broadcast", name}, options, &rt, &opts, &set, &resolved));
     RefusalNotice notice(*rt, OpType::Broadcast, resolved, opts.process_set);
+    HVD_TRY(check_name_text(resolved));
     HVD_TRY(check_handle_out(handle));
     HVD_TRY(check_dtype(dtype));
     HVD_TRY(check_count(count, dtype));

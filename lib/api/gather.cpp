@@ -129,6 +129,7 @@ HVD_API hvd_status_t hvd_allgather_async(const void* sendbuf, int ndim, const in
     std::string resolved;
     HVD_TRY(begin({"hvd_allgather_async", "allgather", name}, options, &rt, &opts, &set, &resolved));
     RefusalNotice notice(*rt, OpType::Allgather, resolved, opts.process_set);
+    HVD_TRY(check_name_text(resolved));
     HVD_TRY(check_handle_out(handle));
     std::vector<Request> requests(1);
     HVD_TRY(allgather_request(sendbuf, ndim, shape, dtype, recvbuf, recv_dim0, recv_dim0_per_rank,
@@ -162,6 +163,7 @@ HVD_API hvd_status_t hvd_alltoall_async(const void* sendbuf, int ndim, const int
     std::string resolved;
     HVD_TRY(begin({"hvd_alltoall_async", "alltoall", name}, options, &rt, &opts, &set, &resolved));
     RefusalNotice notice(*rt, OpType::Alltoall, resolved, opts.process_set);
+    HVD_TRY(check_name_text(resolved));
     HVD_TRY(check_handle_out(handle));
     HVD_TRY(check_output_pointers(recvbuf, recv_dim0));
     HVD_TRY(scaling_is_neutral(opts, "alltoall"));
@@ -229,6 +231,7 @@ HVD_API hvd_status_t hvd_reducescatter_async(const void* sendbuf, void* recvbuf,
     std::string resolved;
     HVD_TRY(begin({"hvd_reducescatter_async", "reducescatter", name}, options, &rt, &opts, &set, &resolved));
     RefusalNotice notice(*rt, OpType::Reducescatter, resolved, opts.process_set);
+    HVD_TRY(check_name_text(resolved));
     HVD_TRY(check_handle_out(handle));
     std::vector<Request> requests(1);
     HVD_TRY(reducescatter_request(*set, sendbuf, recvbuf, ndim, shape, dtype, op, resolved, opts,
@@ -264,6 +267,7 @@ HVD_API hvd_status_t hvd_grouped_allgather_async(int ntensors, const void* const
                   &base));
     RefusalNotice notice(*rt, OpType::Allgather, base, opts.process_set);
     notice.group(ntensors);
+    HVD_TRY(check_name_text(base));
     HVD_TRY(check_handle_out(handle));
     HVD_TRY(check_group(ntensors,
                         {{sendbufs, "sendbufs"}, {ndims, "ndims"}, {shapes, "shapes"},
@@ -309,6 +313,7 @@ HVD_API hvd_status_t hvd_grouped_reducescatter_async(int ntensors, const void* c
                   &set, &base));
     RefusalNotice notice(*rt, OpType::Reducescatter, base, opts.process_set);
     notice.group(ntensors);
+    HVD_TRY(check_name_text(base));
     HVD_TRY(check_handle_out(handle));
     HVD_TRY(check_group(ntensors,
                         {{sendbufs, "sendbufs"}, {recvbufs, "recvbufs"}, {ndims, "ndims"}, {shapes, "shapes"}},

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/dtype.h"
+#include "base/utf8.h"
 #include "core/enqueue.h"
 #include "core/wire.h"
 #include "ops/device/device_runtime.h"
@@ -277,6 +278,16 @@ Error begin(const Call& call, const hvd_op_options_t* options, std::shared_ptr<R
   return check_process_set(**rt, opts->process_set, set);
 }
 
+Error check_name_text(const std::string& name) {
+  const size_t bad = utf8_invalid_offset(name);
+  if (bad == std::string_view::npos) return Error::success();
+  return make_error(HVD_ERR_INVALID_ARGUMENT,
+                    "tensor name is not valid UTF-8: byte 0x%02x at offset %zu; names are text, "
+                    "the same on every rank (the other ranks are told of this call under the "
+                    "name with U+FFFD for each bad byte)",
+                    static_cast<unsigned char>(name[bad]), bad);
+}
+
 Error check_group(int ntensors, std::initializer_list<ArrayArgument> arrays, const char* op) {
   if (ntensors <= 0)
     return make_error(HVD_ERR_INVALID_ARGUMENT, "ntensors is %d; a group needs at least one tensor",
@@ -359,7 +370,8 @@ RefusalNotice::~RefusalNotice() {
                                 : std::string(reason_ ? reason_ : last_error());
     for (int i = 0; i < members; ++i) {
       Refusal r;
-      r.name = grouped_ ? group_member_name(name_, i) : name_;
+      const std::string text = utf8_replace_invalid(name_);
+      r.name = grouped_ ? group_member_name(text, i) : text;
       r.op = op_;
       r.process_set = process_set_;
       r.group_size = grouped_ ? members : 0;

@@ -82,6 +82,8 @@ class RefusalNotice {
   RefusalNotice(const RefusalNotice&) = delete;
   RefusalNotice& operator=(const RefusalNotice&) = delete;
   ~RefusalNotice();
+  // The refusal is announced under the name with every byte that is not UTF-8
+  // replaced by U+FFFD (base/utf8.h): a peer that called with that text hears of it.
   // The message the peers see, where the refusal is not this call's last error
   // (hvd_refuse: the binding's).
   void reason(const char* text) { reason_ = text; }
@@ -111,6 +113,9 @@ struct ArrayArgument {
   const char* name;
 };
 Error check_group(int ntensors, std::initializer_list<ArrayArgument> arrays, const char* op);
+// A tensor name is UTF-8 text (base/utf8.h): the message names the first bad byte's
+// offset. Checked once the call's RefusalNotice exists, so the peers hear of it.
+Error check_name_text(const std::string& name);
 // A group's outputs lie apart: two members that write the same memory (one tensor given
 // twice, overlapping views) would have it reduced twice, or one member's result written
 // over another's, silently wrong. counts[i]: the elements member i writes; members whose

@@ -19,6 +19,10 @@ int divisor_of(const TensorSpec& spec, const ProcessSet& set) {
   return spec.reduce_op == HVD_OP_AVERAGE ? set.size() : 1;
 }
 
+hvd_dtype_t transport_dtype(const TensorSpec& spec, const ProcessSet& set) {
+  return average_wire_dtype(spec.dtype, divisor_of(spec, set));
+}
+
 Error broadcast_root(const Response& r, const ProcessSet& set, int* root) {
   *root = set.set_rank(r.spec.root);
   if (*root < 0)
@@ -167,9 +171,11 @@ Error Executor::dispatch(const Batch& batch, const std::vector<Response>& respon
       if (set.size() == 1) return allreduce_alone(batch, responses, locals);
       // A tensor alone in a set that fuses large ones (one above the threshold) takes
       // the batches' path: it reduces each piece in the tensor's memory, in the pieces
-      // the set's batches are cut in (and pads the last where they are kept equal).
-      return batch.fused || batch.fuses_large ? allreduce_fused(batch, responses, locals, set)
-                                              : allreduce_single(first, locals[0], set);
+      // the set's batches are cut in (and pads the last where they are kept equal). So
+      // does one summed in a wider integer: its copies convert.
+      return batch.fused || batch.fuses_large || transport_dtype(first.spec, set) != first.spec.dtype
+                 ? allreduce_fused(batch, responses, locals, set)
+                 : allreduce_single(first, locals[0], set);
     case OpType::Broadcast:
       return broadcast(first, locals[0], set);
     case OpType::Allgather:
@@ -177,8 +183,10 @@ Error Executor::dispatch(const Batch& batch, const std::vector<Response>& respon
     case OpType::Alltoall:
       return alltoall(first, locals[0], set);
     case OpType::Reducescatter:
-      return batch.fused ? reducescatter_fused(batch, responses, locals, set)
-                         : reducescatter(first, locals[0], set);
+      // An average summed in a wider integer takes the fused path's converting copies.
+      return batch.fused || transport_dtype(first.spec, set) != first.spec.dtype
+                 ? reducescatter_fused(batch, responses, locals, set)
+                 : reducescatter(first, locals[0], set);
     case OpType::Barrier:
       return Error::success();  // negotiation completing is the barrier
     case OpType::Join:
@@ -255,41 +263,46 @@ Error Executor::allreduce_single(const Response& r, Request* local, const Proces
 Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>& responses,
                                 const std::vector<Request*>& locals, const ProcessSet& set) {
   const TensorSpec& spec = responses[batch.items.front()].spec;
-  const size_t esize = dtype_size(spec.dtype);
   counts_.clear();
   for (size_t i : batch.items) counts_.push_back(responses[i].spec.num_elements());
-  const int64_t total = batch.bytes / static_cast<int64_t>(esize);
+  const int64_t total = batch.bytes / static_cast<int64_t>(dtype_size(spec.dtype));
   const int divisor = divisor_of(spec, set);
   const hvd_reduce_op_t op = transport_op(spec.reduce_op);
+  // The buffer's elements: spec.dtype, or the wider integer an AVERAGE is summed in;
+  // a widened batch is never reduced in the caller's memory.
+  const hvd_dtype_t wire = transport_dtype(spec, set);
+  const bool widened = wire != spec.dtype;
+  const size_t esize = dtype_size(wire);
   unsigned char* buffer = nullptr;
 
   FusedCursor in(counts_), out(counts_);
-  auto copy_in = [&](int64_t offset, int64_t n) { fill_fused(in, locals, spec, buffer, offset, n); };
+  auto copy_in = [&](int64_t offset, int64_t n) { fill_fused(in, locals, spec, wire, buffer, offset, n); };
   auto copy_out = [&](int64_t offset, int64_t n) {
-    drain_fused(out, locals, spec, divisor, buffer, offset, n);
+    drain_fused(out, locals, spec, wire, divisor, buffer, offset, n);
   };
 
   // Hierarchical reductions take the operand whole (their cross-node step pays per
   // call).
   if (hierarchical_allreduce(set)) {
-    buffer = fusion_buffer(static_cast<size_t>(batch.bytes));
+    buffer = fusion_buffer(static_cast<size_t>(total) * esize);
     activity_start("MEMCPY_IN_FUSION_BUFFER");
     copy_in(0, total);
     activity_end();
-    HVD_RETURN_IF_ERROR(reduce(buffer, buffer, total, spec.dtype, op, set));
+    HVD_RETURN_IF_ERROR(reduce(buffer, buffer, total, wire, op, set));
     activity_start("MEMCPY_OUT_FUSION_BUFFER");
     copy_out(0, total);
     activity_end();
     return Error::success();
   }
   bool by_ring = false;
-  Error ring_err = allreduce_fused_ring(batch, responses, locals, set, &by_ring);
+  Error ring_err = widened ? Error::success()
+                           : allreduce_fused_ring(batch, responses, locals, set, &by_ring);
   if (by_ring) return ring_err;
   // A batch of several pieces sent over a network keeps them all (nearly) one size:
   // cut evenly, or with its short last piece zero-padded in the buffer
   // (Backend::staging_pieces).
   const bool equal_pieces = batch.equal_pieces;
-  const Backend::Pieces cut = host_->staging_pieces(total, spec.dtype, equal_pieces);
+  const Backend::Pieces cut = host_->staging_pieces(total, wire, equal_pieces);
   const int64_t piece = cut.piece;
 
   // A traced batch shows its copies and its reduction as one activity each, as in
@@ -308,7 +321,7 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
     activity_end();
     activity_start("MPI_ALLREDUCE");
     Error err = host_->allreduce_staged(
-        total, spec.dtype, op, set.communicator(),
+        total, wire, op, set.communicator(),
         [&](int64_t offset, int64_t) -> void* { return buffer + offset * esize; },
         [](int64_t, int64_t) {}, equal_pieces);
     activity_end();
@@ -326,7 +339,7 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
   // copied into that tensor's output and reduced there: one copy instead of two (the
   // large tensors of a batch, core/fusion_planner.h). Other ranks may copy the same
   // piece; the MPI calls are the same either way.
-  mark_contiguous_runs(locals, esize);
+  mark_contiguous_runs(locals, dtype_size(spec.dtype));
   index_.assign(counts_);
   unsigned char* located = nullptr;  // the piece being reduced in the caller's memory
   auto fill = [&](int64_t offset, int64_t n) -> void* {
@@ -336,7 +349,7 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
       std::memset(buffer + n * esize, 0, static_cast<size_t>(piece - n) * esize);
       return buffer;
     }
-    located = locate_in_place(locals, spec, offset, n);
+    located = widened ? nullptr : locate_in_place(locals, spec, offset, n);
     if (located) return located;
     copy_in(offset, n);
     return buffer;
@@ -356,33 +369,35 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
   auto timed_drain = [&](int64_t offset, int64_t n) { timed_copy([&] { drain(offset, n); }); };
   activity_start("MPI_ALLREDUCE");  // recorded only while tracing (the tensor alone)
   Error err = time_copies_
-                  ? host_->allreduce_staged(total, spec.dtype, op, comm, timed_fill, timed_drain, equal_pieces)
-                  : host_->allreduce_staged(total, spec.dtype, op, comm, fill, drain, equal_pieces);
+                  ? host_->allreduce_staged(total, wire, op, comm, timed_fill, timed_drain, equal_pieces)
+                  : host_->allreduce_staged(total, wire, op, comm, fill, drain, equal_pieces);
   activity_end();
   return err;
 }
 
 void Executor::fill_fused(FusedCursor& in, const std::vector<Request*>& locals, const TensorSpec& spec,
-                          unsigned char* buffer, int64_t offset, int64_t n) {
+                          hvd_dtype_t wire, unsigned char* buffer, int64_t offset, int64_t n) {
   const int64_t esize = static_cast<int64_t>(dtype_size(spec.dtype));
+  const int64_t wsize = static_cast<int64_t>(dtype_size(wire));
   in.visit(offset, n, [&](size_t k, int64_t first, int64_t count, int64_t at) {
-    unsigned char* dst = buffer + at * esize;
+    unsigned char* dst = buffer + at * wsize;
     if (locals[k])
-      copy_scaled(dst, static_cast<const unsigned char*>(locals[k]->send) + first * esize, count,
-                  spec.dtype, spec.prescale);
+      copy_in_widened(dst, wire, static_cast<const unsigned char*>(locals[k]->send) + first * esize,
+                      spec.dtype, count, spec.prescale);
     else
-      std::memset(dst, 0, static_cast<size_t>(count * esize));
+      std::memset(dst, 0, static_cast<size_t>(count * wsize));
   });
 }
 
 void Executor::drain_fused(FusedCursor& out, const std::vector<Request*>& locals,
-                           const TensorSpec& spec, int divisor, const unsigned char* buffer,
-                           int64_t offset, int64_t n) {
+                           const TensorSpec& spec, hvd_dtype_t wire, int divisor,
+                           const unsigned char* buffer, int64_t offset, int64_t n) {
   const int64_t esize = static_cast<int64_t>(dtype_size(spec.dtype));
+  const int64_t wsize = static_cast<int64_t>(dtype_size(wire));
   out.visit(offset, n, [&](size_t k, int64_t first, int64_t count, int64_t at) {
     if (locals[k])
-      copy_averaged(static_cast<unsigned char*>(locals[k]->recv) + first * esize, buffer + at * esize,
-                    count, spec.dtype, divisor, spec.postscale);
+      copy_out_narrowed(static_cast<unsigned char*>(locals[k]->recv) + first * esize, spec.dtype,
+                        buffer + at * wsize, wire, count, divisor, spec.postscale);
   });
 }
 

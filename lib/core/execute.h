@@ -100,10 +100,12 @@ class Executor {
   // (prescaled; zeros for a member without a request, a joined rank), and back out of
   // it into the members' outputs (divided by divisor, postscaled). in and out walk the
   // batch's tensors; ranges come in increasing order.
+  // The buffer holds wire elements (transport_dtype).
   void fill_fused(FusedCursor& in, const std::vector<Request*>& locals, const TensorSpec& spec,
-                  unsigned char* buffer, int64_t offset, int64_t n);
+                  hvd_dtype_t wire, unsigned char* buffer, int64_t offset, int64_t n);
   void drain_fused(FusedCursor& out, const std::vector<Request*>& locals, const TensorSpec& spec,
-                   int divisor, const unsigned char* buffer, int64_t offset, int64_t n);
+                   hvd_dtype_t wire, int divisor, const unsigned char* buffer, int64_t offset,
+                   int64_t n);
   // Whether this round reduces (gathers) the set's tensors hierarchically: chosen for
   // the global set only, when the layout makes it useful.
   bool hierarchical_allreduce(const ProcessSet& set) const { return reduces_hierarchically(set.id); }
@@ -187,6 +189,11 @@ std::vector<int64_t> reducescatter_counts(const TensorSpec& spec, int size);
 // and that divisor for a tensor of the set.
 hvd_reduce_op_t transport_op(hvd_reduce_op_t op);
 int divisor_of(const TensorSpec& spec, const ProcessSet& set);
+// The dtype the transport sums an AVERAGE in: a wider integer for the integer dtypes
+// whose sum would overflow (fusion/scale.h: average_wire_dtype); spec.dtype otherwise.
+// A widened tensor always takes the fused path's copies (allreduce_fused), which
+// convert on the way in and out.
+hvd_dtype_t transport_dtype(const TensorSpec& spec, const ProcessSet& set);
 // The timeline's words for a finished tensor, as Horovod writes them: its dtype
 // ("HOROVOD_FLOAT32") and its output's shape on this rank ("[2, 3]"; allgather: all
 // ranks' rows, reducescatter: this rank's block, alltoall: the rows received).

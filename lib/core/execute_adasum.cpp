@@ -32,7 +32,7 @@ Error Executor::allreduce_adasum(const Batch& batch, const std::vector<Response>
     buffer = fusion_buffer(static_cast<size_t>(total) * esize);
     activity_start("MEMCPY_IN_FUSION_BUFFER");
     FusedCursor in(counts_);
-    fill_fused(in, locals, spec, buffer, 0, total);
+    fill_fused(in, locals, spec, spec.dtype, buffer, 0, total);
     activity_end();
   }
 
@@ -48,7 +48,7 @@ Error Executor::allreduce_adasum(const Batch& batch, const std::vector<Response>
   }
   activity_start("MEMCPY_OUT_FUSION_BUFFER");
   FusedCursor out(counts_);
-  drain_fused(out, locals, spec, 1, buffer, 0, total);
+  drain_fused(out, locals, spec, spec.dtype, 1, buffer, 0, total);
   activity_end();
   return Error::success();
 }

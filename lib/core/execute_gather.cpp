@@ -197,7 +197,8 @@ Error Executor::reducescatter(const Response& r, Request* local, const ProcessSe
 // Fused reducescatter: the buffer holds one block per rank, and each rank's block
 // holds that rank's rows of every tensor of the batch, tensor after tensor (with the
 // prescale applied on the way in). One reduce-scatter leaves this rank's block,
-// whose pieces are copied out to the tensors' outputs (averaged and postscaled).
+// whose pieces are copied out to the tensors' outputs (averaged and postscaled). The
+// buffer holds wire elements (transport_dtype): an integer average is summed wider.
 Error Executor::reducescatter_fused(const Batch& batch, const std::vector<Response>& responses,
                                     const std::vector<Request*>& locals, const ProcessSet& set) {
   const size_t n = batch.items.size();
@@ -205,6 +206,8 @@ Error Executor::reducescatter_fused(const Batch& batch, const std::vector<Respon
   const int me = set.my_set_rank;
   const TensorSpec& spec = responses[batch.items[0]].spec;
   const size_t esize = dtype_size(spec.dtype);
+  const hvd_dtype_t wire = transport_dtype(spec, set);
+  const size_t wsize = dtype_size(wire);
 
   std::vector<std::vector<int64_t>> counts(n);  // elements of tensor k for each rank
   std::vector<int64_t> block(size, 0);
@@ -212,8 +215,10 @@ Error Executor::reducescatter_fused(const Batch& batch, const std::vector<Respon
     counts[k] = reducescatter_counts(responses[batch.items[k]].spec, size);
     for (int q = 0; q < size; ++q) block[q] += counts[k][q];
   }
-  unsigned char* buffer = fusion_buffer(static_cast<size_t>(batch.bytes));
-  unsigned char* mine = static_cast<unsigned char*>(scratch(static_cast<size_t>(block[me]) * esize, false));
+  int64_t total = 0;
+  for (int64_t b : block) total += b;
+  unsigned char* buffer = fusion_buffer(static_cast<size_t>(total) * wsize);
+  unsigned char* mine = static_cast<unsigned char*>(scratch(static_cast<size_t>(block[me]) * wsize, false));
 
   activity_start("MEMCPY_IN_FUSION_BUFFER");
   std::vector<size_t> read(n, 0);  // bytes of tensor k already copied
@@ -221,24 +226,24 @@ Error Executor::reducescatter_fused(const Batch& batch, const std::vector<Respon
   for (int q = 0; q < size; ++q) {
     for (size_t k = 0; k < n; ++k) {
       const unsigned char* send = static_cast<const unsigned char*>(locals[k]->send);
-      copy_scaled(buffer + offset, send + read[k], counts[k][q], spec.dtype, spec.prescale);
-      const size_t bytes = static_cast<size_t>(counts[k][q]) * esize;
-      read[k] += bytes;
-      offset += bytes;
+      copy_in_widened(buffer + offset, wire, send + read[k], spec.dtype, counts[k][q], spec.prescale);
+      read[k] += static_cast<size_t>(counts[k][q]) * esize;
+      offset += static_cast<size_t>(counts[k][q]) * wsize;
     }
   }
   activity_end();
   activity_start("MPI_REDUCESCATTER");
   Error err =
-      host_->reducescatter(buffer, mine, block, spec.dtype, transport_op(spec.reduce_op), set.communicator());
+      host_->reducescatter(buffer, mine, block, wire, transport_op(spec.reduce_op), set.communicator());
   activity_end();
   if (!err.ok()) return err;
   const int divisor = divisor_of(spec, set);
   activity_start("MEMCPY_OUT_FUSION_BUFFER");
   offset = 0;
   for (size_t k = 0; k < n; ++k) {
-    copy_averaged(locals[k]->recv, mine + offset, counts[k][me], spec.dtype, divisor, spec.postscale);
-    offset += static_cast<size_t>(counts[k][me]) * esize;
+    copy_out_narrowed(locals[k]->recv, spec.dtype, mine + offset, wire, counts[k][me], divisor,
+                      spec.postscale);
+    offset += static_cast<size_t>(counts[k][me]) * wsize;
   }
   activity_end();
   return Error::success();

@@ -50,7 +50,77 @@ void divide_loop(T* dst, const T* src, int64_t count, int divisor, double factor
   }
 }
 
+template <typename T, typename W>
+void widen_loop(W* dst, const T* src, int64_t count, double factor) {
+  if (factor == 1.0) {
+    for (int64_t i = 0; i < count; ++i) dst[i] = static_cast<W>(src[i]);
+  } else {
+    for (int64_t i = 0; i < count; ++i)
+      dst[i] = static_cast<W>(static_cast<T>(static_cast<double>(src[i]) * factor));
+  }
+}
+
+template <typename T, typename W>
+void narrow_loop(T* dst, const W* src, int64_t count, int divisor, double factor) {
+  const W d = static_cast<W>(divisor);
+  if (factor == 1.0) {
+    for (int64_t i = 0; i < count; ++i) dst[i] = static_cast<T>(src[i] / d);
+  } else {
+    for (int64_t i = 0; i < count; ++i)
+      dst[i] = static_cast<T>(static_cast<double>(src[i] / d) * factor);
+  }
+}
+
+// Calls f(T*, W*) typed for a narrow integer dtype and its wire dtype (int32 or int64).
+template <typename F>
+void with_wide_types(hvd_dtype_t dtype, hvd_dtype_t wire, void* narrow, void* wide, F f) {
+  auto as = [&](auto* n) {
+    if (wire == HVD_INT32) f(n, static_cast<int32_t*>(wide));
+    else f(n, static_cast<int64_t*>(wide));
+  };
+  switch (dtype) {
+    case HVD_UINT8: return as(static_cast<uint8_t*>(narrow));
+    case HVD_INT8: return as(static_cast<int8_t*>(narrow));
+    case HVD_UINT16: return as(static_cast<uint16_t*>(narrow));
+    case HVD_INT16: return as(static_cast<int16_t*>(narrow));
+    case HVD_INT32: return as(static_cast<int32_t*>(narrow));
+    default: return;
+  }
+}
+
 }  // namespace
+
+hvd_dtype_t average_wire_dtype(hvd_dtype_t dtype, int divisor) {
+  if (divisor <= 1) return dtype;
+  switch (dtype) {
+    case HVD_UINT8:
+    case HVD_INT8:
+    case HVD_UINT16:
+    case HVD_INT16:
+      // 65535 * divisor must stay below 2^31.
+      return divisor < 32768 ? HVD_INT32 : HVD_INT64;
+    case HVD_INT32: return HVD_INT64;
+    default: return dtype;
+  }
+}
+
+HVD_CPU_CLONES
+void copy_in_widened(void* dst, hvd_dtype_t wire, const void* src, hvd_dtype_t dtype,
+                     int64_t count, double factor) {
+  if (wire == dtype) return copy_scaled(dst, src, count, dtype, factor);
+  with_wide_types(dtype, wire, const_cast<void*>(src), dst, [&](auto* narrow, auto* wide) {
+    widen_loop(wide, narrow, count, factor);
+  });
+}
+
+HVD_CPU_CLONES
+void copy_out_narrowed(void* dst, hvd_dtype_t dtype, const void* src, hvd_dtype_t wire,
+                       int64_t count, int divisor, double factor) {
+  if (wire == dtype) return copy_averaged(dst, src, count, dtype, divisor, factor);
+  with_wide_types(dtype, wire, dst, const_cast<void*>(src), [&](auto* narrow, auto* wide) {
+    narrow_loop(narrow, wide, count, divisor, factor);
+  });
+}
 
 HVD_CPU_CLONES
 void copy_scaled(void* dst, const void* src, int64_t count, hvd_dtype_t dtype, double factor) {

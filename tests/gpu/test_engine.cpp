@@ -1,7 +1,8 @@
 // The device engine's allreduce as the executor calls it: several tensors fused
 // through the device fusion buffer, AVERAGE with prescale and postscale, a joined
 // rank's zeros, ordered after a caller stream; single tensors without fusion. Then
-// its reducescatter: fused with uneven rows, in place, scaled; one alone.
+// its reducescatter: fused with uneven rows, in place, scaled; one alone. MIN and MAX
+// of floats with NaN, signed zeros and infinities give the host's bytes.
 // argv[1]: "nccl" or "mpi" (HOROVOD_GPU_OPERATIONS). Ranks may share a GPU with mpi.
 #include <algorithm>
 #include <cstring>
@@ -15,6 +16,32 @@
 
 using namespace hvd;
 using namespace hvd_test;
+
+namespace {
+
+// NaN (this rank's own sign and payload), -0, +0, +inf, -inf, 1.5, -2.5 in a float
+// dtype, as little-endian bytes.
+std::vector<unsigned char> special_floats(hvd_dtype_t dtype, int64_t n, int rank) {
+  static const uint64_t bits[4][7] = {
+      {0x7e00, 0x8000, 0, 0x7c00, 0xfc00, 0x3e00, 0xc100},
+      {0x7fc0, 0x8000, 0, 0x7f80, 0xff80, 0x3fc0, 0xc020},
+      {0x7fc00000u, 0x80000000u, 0, 0x7f800000u, 0xff800000u, 0x3fc00000u, 0xc0200000u},
+      {0x7ff8000000000000ull, 0x8000000000000000ull, 0, 0x7ff0000000000000ull,
+       0xfff0000000000000ull, 0x3ff8000000000000ull, 0xc004000000000000ull}};
+  const int t = dtype == HVD_FLOAT16 ? 0 : dtype == HVD_BFLOAT16 ? 1 : dtype == HVD_FLOAT32 ? 2 : 3;
+  const size_t esize = dtype_size(dtype);
+  std::vector<unsigned char> out(static_cast<size_t>(n) * esize);
+  for (int64_t i = 0; i < n; ++i) {
+    // Ranks 0 and 1 meet every pair of kinds; the others shift rank 0's.
+    const int kind = static_cast<int>(rank == 1 ? (i / 7) % 7 : (i + rank) % 7);
+    uint64_t b = bits[t][kind];
+    if (kind == 0) b |= static_cast<uint64_t>(rank + 1) | (rank % 2 ? uint64_t{1} << (8 * esize - 1) : 0);
+    std::memcpy(out.data() + i * static_cast<int64_t>(esize), &b, esize);
+  }
+  return out;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -108,6 +135,26 @@ int main(int argc, char** argv) {
       CHECK_OK(done.synchronize());
       CHECK(to_host(one, 5000 * esize) == random_tensor(dtype, 5000, 3));  // same on every rank
       cudaFree(one);
+      for (hvd_reduce_op_t op : {HVD_OP_MIN, HVD_OP_MAX}) {
+        if (!dtype_is_float(dtype)) break;
+        const int64_t n = 49;
+        std::vector<unsigned char> want = special_floats(dtype, n, 0);
+        for (int r = 1; r < size; ++r)
+          reduce_elements(special_floats(dtype, n, r).data(), want.data(), n, dtype, op);
+        void* a = to_device(special_floats(dtype, n, rank));
+        void* b = to_device(special_floats(dtype, n, rank));
+        CHECK_OK(engine->allreduce({{a, a, n}}, dtype, op, 1.0, 1.0, comm));  // alone
+        CHECK_OK(engine->finish(&done));
+        CHECK_OK(done.synchronize());
+        CHECK(to_host(a, n * esize) == want);
+        CHECK_CUDA(cudaMemcpy(a, special_floats(dtype, n, rank).data(), n * esize, cudaMemcpyHostToDevice));
+        CHECK_OK(engine->allreduce({{a, a, n}, {b, b, n}}, dtype, op, 1.0, 1.0, comm));  // fused
+        CHECK_OK(engine->finish(&done));
+        CHECK_OK(done.synchronize());
+        CHECK(to_host(a, n * esize) == want && to_host(b, n * esize) == want);
+        cudaFree(a);
+        cudaFree(b);
+      }
       cudaStreamDestroy(user);
     }
     // Reducescatter: several tensors with uneven rows fused (one in place), AVERAGE

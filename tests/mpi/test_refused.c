@@ -154,6 +154,34 @@ static void refused_everywhere(void** state) {
   sum_works("ref.all");
 }
 
+/* A name that is not UTF-8 is refused with the offset of its first bad byte, and
+ * announced with U+FFFD for each bad byte: a peer that called with that text fails at
+ * once. Every rank passing a bad name (a lone surrogate's bytes, an overlong '/', a
+ * truncated sequence) gets its own error. Valid text of every length works. */
+static void name_that_is_not_utf8(void** state) {
+  (void)state;
+  float v[3] = {1, 2, 3};
+  if (hvd_size() > 1) {
+    if (refusing()) {
+      assert_int_equal(hvd_allreduce(v, v, 3, HVD_FLOAT32, HVD_OP_SUM, "ref.utf8\xff"),
+                       HVD_ERR_INVALID_ARGUMENT);
+      assert_last_error_mentions("UTF-8", "offset 8");
+      assert_last_error_mentions("0xff", NULL);
+    } else {
+      assert_peer_refused(hvd_allreduce(v, v, 3, HVD_FLOAT32, HVD_OP_SUM, "ref.utf8\xef\xbf\xbd"),
+                          "ref.utf8", "UTF-8");
+    }
+  }
+  sum_works("ref.utf8\xef\xbf\xbd");
+  static const char* const bad[] = {"ref.utf8.\xed\xb3\xbf", "ref.utf8.\xc0\xaf", "ref.utf8.\xe2\x82",
+                                    "ref.utf8.\xf4\x90\x80\x80"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+    assert_int_equal(hvd_broadcast(v, 3, HVD_FLOAT32, 0, bad[i]), HVD_ERR_INVALID_ARGUMENT);
+    assert_last_error_mentions("offset 9", NULL);
+  }
+  sum_works("ref.utf8.\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");  /* e-acute, euro, emoji */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(refused_allreduce_fails_everywhere),
@@ -163,6 +191,7 @@ int main(void) {
       cmocka_unit_test(refused_other_collectives),
       cmocka_unit_test(refused_group),
       cmocka_unit_test(refused_everywhere),
+      cmocka_unit_test(name_that_is_not_utf8),
   };
   return cmocka_run_group_tests_name("refused", tests, tu_group_init, tu_group_shutdown);
 }

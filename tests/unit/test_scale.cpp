@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "base/dtype.h"
@@ -152,6 +153,54 @@ void booleans_are_copied(void**) {
   assert_memory_equal(dst, src, sizeof(src));
 }
 
+// Integer averages summed in a wider integer: which one, and the copies in and out,
+// each element as the header states (the operand prescaled and rounded in its dtype,
+// the wide sum divided truncating, then postscaled into the dtype).
+void wire_dtypes_hold_the_sums(void**) {
+  assert_int_equal(hvd::average_wire_dtype(HVD_INT8, 2), HVD_INT32);
+  assert_int_equal(hvd::average_wire_dtype(HVD_UINT16, 32767), HVD_INT32);
+  assert_int_equal(hvd::average_wire_dtype(HVD_UINT16, 32768), HVD_INT64);
+  assert_int_equal(hvd::average_wire_dtype(HVD_INT32, 3), HVD_INT64);
+  assert_int_equal(hvd::average_wire_dtype(HVD_INT64, 3), HVD_INT64);
+  assert_int_equal(hvd::average_wire_dtype(HVD_INT8, 1), HVD_INT8);  // no division
+  assert_int_equal(hvd::average_wire_dtype(HVD_FLOAT16, 4), HVD_FLOAT16);
+  assert_int_equal(hvd::average_wire_dtype(HVD_BOOL, 4), HVD_BOOL);
+}
+
+template <typename T, typename W>
+void check_widened(hvd_dtype_t dtype, hvd_dtype_t wire) {
+  for (int64_t count : kCounts)
+    for (double factor : kFactors) {
+      std::vector<T> src(static_cast<size_t>(count)), out(src.size());
+      std::vector<W> wide(src.size());
+      for (int64_t i = 0; i < count; ++i) src[static_cast<size_t>(i)] = source_value<T>(i);
+      hvd::copy_in_widened(wide.data(), wire, src.data(), dtype, count, factor);
+      for (int64_t i = 0; i < count; ++i)
+        assert_true(wide[static_cast<size_t>(i)] == static_cast<W>(scaled(src[static_cast<size_t>(i)], factor)));
+      // Three ranks' sums, beyond the dtype where the values are large (uint8 3 * 100,
+      // int8 3 * -50), one off a multiple of three away from zero: the mean truncated
+      // toward zero is the value itself.
+      for (int64_t i = 0; i < count; ++i) {
+        const W x = static_cast<W>(src[static_cast<size_t>(i)]);
+        wide[static_cast<size_t>(i)] = x * 3 + (x < 0 ? -1 : 1);
+      }
+      hvd::copy_out_narrowed(out.data(), dtype, wide.data(), wire, count, 3, factor);
+      for (int64_t i = 0; i < count; ++i) {
+        const T want = scaled(src[static_cast<size_t>(i)], factor);
+        assert_true(out[static_cast<size_t>(i)] == want);
+      }
+    }
+}
+
+void widened_copies_match_their_formula(void**) {
+  check_widened<uint8_t, int32_t>(HVD_UINT8, HVD_INT32);
+  check_widened<int8_t, int32_t>(HVD_INT8, HVD_INT32);
+  check_widened<uint16_t, int32_t>(HVD_UINT16, HVD_INT32);
+  check_widened<int16_t, int32_t>(HVD_INT16, HVD_INT32);
+  check_widened<int16_t, int64_t>(HVD_INT16, HVD_INT64);
+  check_widened<int32_t, int64_t>(HVD_INT32, HVD_INT64);
+}
+
 }  // namespace
 
 int main(void) {
@@ -160,6 +209,8 @@ int main(void) {
       cmocka_unit_test(half_precision_rounds_once),
       cmocka_unit_test(float_averages_round_once),
       cmocka_unit_test(booleans_are_copied),
+      cmocka_unit_test(wire_dtypes_hold_the_sums),
+      cmocka_unit_test(widened_copies_match_their_formula),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -18,6 +18,7 @@
 
 #include <limits.h>
 #include <stdint.h>
+#include <string.h>
 
 struct fastpath_library hvd;
 
@@ -113,8 +114,27 @@ int read_shape(PyObject* seq, int64_t dims[HVD_MAX_NDIM], int32_t* ndim, int64_t
 #define KEY_CACHE_LIMIT 16384
 static PyObject* global_keys; /* dict: str -> (HVD_GLOBAL_PROCESS_SET, bytes) */
 
+/* A name the rule of hvd._raw.encode_name refuses (NUL, not UTF-8): its ValueError,
+ * raised by that function so that both paths say the same. */
+static int name_refused(PyObject* name) {
+  PyObject* raw = PyImport_ImportModule("hvd._raw");
+  PyObject* encoded = raw ? PyObject_CallMethod(raw, "encode_name", "O", name) : NULL;
+  Py_XDECREF(raw);
+  if (encoded) {
+    Py_DECREF(encoded);
+    PyErr_Format(PyExc_ValueError, "name %R is not UTF-8 text without NUL", name);
+  }
+  return 0;
+}
+
 static int name_build(struct call_name* n, PyObject* name, PyObject* set_id) {
   if (PyBytes_Check(name)) {
+    PyObject* text = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(name), PyBytes_GET_SIZE(name), "strict");
+    if (!text) {
+      PyErr_Clear();
+      return name_refused(name);
+    }
+    Py_DECREF(text);
     n->bytes = Py_NewRef(name);
   } else if (PyUnicode_Check(name)) {
     n->bytes = PyUnicode_AsUTF8String(name);
@@ -123,7 +143,15 @@ static int name_build(struct call_name* n, PyObject* name, PyObject* set_id) {
     n->bytes = text ? PyUnicode_AsUTF8String(text) : NULL;
     Py_XDECREF(text);
   }
-  if (!n->bytes) return 0;
+  if (!n->bytes) {
+    if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) return 0;
+    PyErr_Clear();
+    return name_refused(name);
+  }
+  if (memchr(PyBytes_AS_STRING(n->bytes), 0, (size_t)PyBytes_GET_SIZE(n->bytes))) {
+    Py_CLEAR(n->bytes);
+    return name_refused(name);
+  }
   n->key = PyTuple_Pack(2, set_id, n->bytes);
   return n->key != NULL;
 }

@@ -20,11 +20,37 @@ from .errors import check, error_for
 
 
 def encode_name(name):
+    """A tensor name as the bytes libhvd takes: a str as UTF-8; bytes as they are,
+    when they are UTF-8 text; anything else as str(name) is. Every rank must mean the
+    same tensor by it, so a name libhvd would not see whole is refused with ValueError:
+    one holding a NUL character (a C string ends there: "x\\0A" and "x\\0B" would both
+    be "x") or one that is not valid UTF-8 (a str with a lone surrogate, such as
+    os.fsdecode gives for undecodable bytes, or bytes that do not decode). The C fast
+    path (_fastpath.c, name_build) applies the same rule."""
     if name is None:
         return None
     if isinstance(name, bytes):
-        return name
-    return str(name).encode("utf-8")
+        try:
+            name.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ValueError(f"name {name!r} is not valid UTF-8: byte 0x{name[error.start]:02x} "
+                             f"at offset {error.start} ({error.reason}); tensor names are "
+                             f"text, the same on every rank") from None
+        encoded = name
+    else:
+        text = name if isinstance(name, str) else str(name)
+        try:
+            encoded = text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise ValueError(f"name {text!r} is not valid UTF-8 text: character "
+                             f"{error.start} ({text[error.start]!r}) is a lone surrogate, "
+                             f"which UTF-8 cannot encode; tensor names are text, the same on "
+                             f"every rank") from None
+    nul = encoded.find(b"\0")
+    if nul >= 0:
+        raise ValueError(f"name {name!r} holds a NUL character at byte {nul}: libhvd would "
+                         f"see only {encoded[:nul]!r}; tensor names must not contain NUL")
+    return encoded
 
 
 class CallOptions(collections.namedtuple(

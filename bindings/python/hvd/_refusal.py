@@ -85,8 +85,25 @@ def refuse(op, name, process_set, error, members=0):
         options = _capi.new_options(process_set_id=process_set_id(process_set))
     except TypeError:
         return  # no process set: no peers to tell
-    encoded = None if name is None else (name if isinstance(name, bytes) else str(name).encode())
+    encoded = _refused_name(name)
     reason = str(error).encode("utf-8", "replace")[:_MAX_REASON_BYTES] or type(error).__name__.encode()
     # The call this rank did not make is still refused if hvd_refuse fails (a process
     # set this rank is not in): nothing more can be done, and the caller's error stands.
     lib.hvd_refuse(op.encode(), encoded, members, ctypes.byref(options), reason)
+
+
+def _refused_name(name):
+    """The bytes the refusal of `name` is announced under, whatever the name: a name
+    refused for not being UTF-8 still names the call. libhvd announces it with U+FFFD
+    for each byte that is not UTF-8 (a str's lone surrogate from os.fsdecode is the
+    byte it stands for); a name with NUL ends there, as the C string does."""
+    if name is None or isinstance(name, bytes):
+        return name
+    try:
+        text = name if isinstance(name, str) else str(name)
+    except Exception:  # noqa: BLE001 - an object whose str() fails names no call
+        return None
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")

@@ -222,10 +222,16 @@ static PyObject* torch_allreduce_async_(PyObject* self, PyObject* const* args, P
     PyObject* tail[3] = {given[A_TENSOR], Py_None, given[A_TENSOR]};
     result = enqueue_allreduce(t.data, t.data, t.count, t.dtype, (int)op, &name, &options,
                                tail);
+    name_end(&name);
+    Py_DECREF(set_id);
+    return result;
   }
   name_end(&name);
   Py_DECREF(set_id);
-  return result;
+  /* A name refused (or one that failed to encode): the general path raises the same
+   * error and announces the refusal to the peers, as this path cannot. */
+  PyErr_Clear();
+  return PyObject_Vectorcall(general_allreduce_async_, args, (size_t)nargs, kwnames);
 }
 
 /* synchronize(handle) -> the operation's output (Horovod's torch synchronize). */

@@ -4,6 +4,7 @@
 
 #include "base/dtype.h"
 #include "hvd_build_config.h"
+#include "ops/device/order_key.h"
 #include "ops/device/staged_backend.h"
 
 #if HVD_HAVE_NCCL
@@ -149,13 +150,40 @@ Error DeviceEngine::allreduce(const std::vector<DeviceTensor>& tensors, hvd_dtyp
     hier_allreduce_->set_cross_transport(hier_cross_);
   }
   if (comm.size == 1 && !hier) return allreduce_alone(tensors, dtype, prescale, postscale);
-  Backend& flat = backend_for(dtype, true);
+  // MIN and MAX of floats travel as integer keys (ops/device/order_key.h): NCCL's own
+  // drop NaN. 16-bit keys have no NCCL type: they take the flat host-staged path.
+  const hvd_dtype_t wire = order_key_kernel_available() ? order_key_dtype(dtype, transport) : dtype;
+  const bool keyed = wire != dtype;
+#if HVD_HAVE_NCCL
+  if (keyed && !NcclBackend::supports(wire)) hier = nullptr;
+#endif
+  Backend& flat = backend_for(wire, true);
+  auto keys = [&](void* data, int64_t count, bool to_keys) -> Error {
+    const int rc = launch_order_keys(data, count, dtype, transport == HVD_OP_MIN, to_keys,
+                                     context_->stream());
+#if HVD_HAVE_CUDA
+    HVD_CUDA_CHECK(static_cast<cudaError_t>(rc));
+#else
+    if (rc != 0) return make_error(HVD_ERR_CUDA, "the order key kernel failed (%d)", rc);
+#endif
+    return Error::success();
+  };
   // recv = the reduction of send (both device memory; may be equal).
   auto reduce = [&](const void* send, void* recv, int64_t count) -> Error {
-    if (!hier) return flat.allreduce(send, recv, count, dtype, transport, comm);
-    Error err = context_->copy(recv, send, static_cast<size_t>(count) * esize);
-    if (!err.ok()) return err;
-    return hier_allreduce_->allreduce(recv, count, dtype, transport);
+    if (keyed) {  // the keys are made in recv: the caller's send stays as it was
+      if (send != recv) HVD_RETURN_IF_ERROR(context_->copy(recv, send, static_cast<size_t>(count) * esize));
+      HVD_RETURN_IF_ERROR(keys(recv, count, true));
+      send = recv;
+    }
+    Error err;
+    if (!hier) {
+      err = flat.allreduce(send, recv, count, wire, transport, comm);
+    } else {
+      if (send != recv) err = context_->copy(recv, send, static_cast<size_t>(count) * esize);
+      if (err.ok()) err = hier_allreduce_->allreduce(recv, count, wire, transport);
+    }
+    if (!err.ok() || !keyed) return err;
+    return keys(recv, count, false);
   };
 
   if (tensors.size() == 1 && tensors[0].send) {

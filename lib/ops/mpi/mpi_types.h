@@ -1,5 +1,6 @@
 // MPI datatypes and reduction ops for every hvd dtype, including the custom ops
-// that reduce float16 and bfloat16 in float32.
+// that reduce float16 and bfloat16 in float32 and the NaN-propagating MIN and MAX of
+// every float type (base/float_order.h).
 #pragma once
 
 #include <cstdint>
@@ -20,8 +21,11 @@ MPI_Datatype mpi_datatype(hvd_dtype_t dtype);
 MPI_Op mpi_reduce_op(hvd_reduce_op_t op, hvd_dtype_t dtype);
 
 // What that op computes, on this process: inout[i] = in[i] (op) inout[i], float16 and
-// bfloat16 through float32, bool's MIN and PRODUCT as AND and the others as OR. The
-// custom 16-bit ops are this; reductions of our own (ops/mpi/negotiation_op.h) use it.
+// bfloat16 SUM and PRODUCT through float32 (a NaN result canonical), MIN and MAX of
+// floats as IEEE 754-2019 minimum and maximum (base/float_order.h), bool's MIN and
+// PRODUCT as AND and the others as OR. Bitwise commutative for MIN and MAX of every
+// dtype. The custom ops are this; reductions of our own (the ring,
+// ops/mpi/negotiation_op.h) use it.
 void reduce_elements(const void* in, void* inout, int64_t count, hvd_dtype_t dtype,
                      hvd_reduce_op_t op);
 
