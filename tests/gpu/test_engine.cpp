@@ -138,20 +138,20 @@ int main(int argc, char** argv) {
       for (hvd_reduce_op_t op : {HVD_OP_MIN, HVD_OP_MAX}) {
         if (!dtype_is_float(dtype)) break;
         const int64_t n = 49;
-        std::vector<unsigned char> want = special_floats(dtype, n, 0);
+        std::vector<unsigned char> host_result = special_floats(dtype, n, 0);
         for (int r = 1; r < size; ++r)
-          reduce_elements(special_floats(dtype, n, r).data(), want.data(), n, dtype, op);
+          reduce_elements(special_floats(dtype, n, r).data(), host_result.data(), n, dtype, op);
         void* a = to_device(special_floats(dtype, n, rank));
         void* b = to_device(special_floats(dtype, n, rank));
         CHECK_OK(engine->allreduce({{a, a, n}}, dtype, op, 1.0, 1.0, comm));  // alone
         CHECK_OK(engine->finish(&done));
         CHECK_OK(done.synchronize());
-        CHECK(to_host(a, n * esize) == want);
+        CHECK(to_host(a, n * esize) == host_result);
         CHECK_CUDA(cudaMemcpy(a, special_floats(dtype, n, rank).data(), n * esize, cudaMemcpyHostToDevice));
         CHECK_OK(engine->allreduce({{a, a, n}, {b, b, n}}, dtype, op, 1.0, 1.0, comm));  // fused
         CHECK_OK(engine->finish(&done));
         CHECK_OK(done.synchronize());
-        CHECK(to_host(a, n * esize) == want && to_host(b, n * esize) == want);
+        CHECK(to_host(a, n * esize) == host_result && to_host(b, n * esize) == host_result);
         cudaFree(a);
         cudaFree(b);
       }
