@@ -119,7 +119,7 @@ struct Aggregate {
   int share_max_rank = 0;
   double negotiate = 0, copy = 0, transfer = 0, peer_wait = 0, bus = 0, reference = 0;
   // The rank the others waited for: the one that waited least itself (it arrived last
-  // most often); -1 where nobody waited.
+  // most often); -1 where nobody waited, or every rank about as long.
   int waited_for_rank = -1;
 };
 
@@ -150,7 +150,9 @@ Aggregate aggregate(const std::vector<RankSummary>& ranks) {
     const auto least = std::min_element(
         ranks.begin(), ranks.end(),
         [](const RankSummary& x, const RankSummary& y) { return x.peer_wait_s < y.peer_wait_s; });
-    a.waited_for_rank = least->rank;
+    // Ranks that each wait about as long wait for one another (all descheduled in turn):
+    // one rank is named only where it waited under half the mean.
+    if (least->peer_wait_s < a.peer_wait / 2) a.waited_for_rank = least->rank;
   }
   return a;
 }
@@ -255,13 +257,16 @@ std::string summary_table(const std::vector<RankSummary>& ranks,
   std::snprintf(line, sizeof line, "  %-26s %s per step\n", "fusion copies and scaling",
                 ms(a.copy).c_str());
   out += line;
-  if (a.waited_for_rank >= 0) {
+  if (a.peer_wait > 0) {
     char what[40];
-    std::snprintf(what, sizeof what, "waiting for rank %d", a.waited_for_rank);
+    if (a.waited_for_rank >= 0)
+      std::snprintf(what, sizeof what, "waiting for rank %d", a.waited_for_rank);
+    else
+      std::snprintf(what, sizeof what, "waiting for other ranks");
     std::snprintf(line, sizeof line,
                   "  %-26s %s per step (mean over ranks): from entering a transfer until its "
-                  "last rank did; rank %d waited least\n",
-                  what, ms(a.peer_wait).c_str(), a.waited_for_rank);
+                  "last rank did\n",
+                  what, ms(a.peer_wait).c_str());
     out += line;
   }
   std::snprintf(line, sizeof line, "  %-26s %s per step, %.0f bytes per step\n", "transfers",
