@@ -100,6 +100,7 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
   applied_.cache_enabled = controller_.cache_enabled();
   start_tuner();
   step_stats_ = rt_.params.step_stats;
+  await_arrivals_ = step_stats_ && rt_.await_arrivals;
   executor_.time_copies(step_stats_);
 }
 
@@ -283,12 +284,36 @@ void BackgroundLoop::run_batches(std::span<const Response> ready,
       start = monotonic_ns();
     }
     watchdog_.begin(&batch, &ready_);
+    const int64_t peer_wait_ns = await_arrivals(ready[batch.items.front()].spec.process_set);
     executor_.run(batch, ready_, controller_);
     watchdog_.end();
     if (!step_stats_) continue;
     const int64_t copy_ns = executor_.take_copy_ns();
-    step_stats().add_execute(copy_ns, std::max<int64_t>(0, monotonic_ns() - start - copy_ns));
+    step_stats().add_execute(
+        copy_ns, std::max<int64_t>(0, monotonic_ns() - start - peer_wait_ns - copy_ns),
+        peer_wait_ns);
   }
+}
+
+int64_t BackgroundLoop::await_arrivals(int32_t set_id) {
+  // A collective cannot finish on any rank before its last rank enters it, so a rank
+  // that enters early counts the others' lateness (a peer that was descheduled, or busy
+  // with a copy) as its transfer time, and the bandwidth computed from it says the
+  // network is slow when a rank was. A barrier just before the collective takes that
+  // wait out: it ends on each rank once every rank has entered it, so the time in it
+  // is this rank's wait for the last arrival (plus one barrier latency, microseconds
+  // on a node), and the collective after it starts with every rank present. It costs
+  // one barrier per batch, so it runs only where every rank asked for the summary
+  // (Runtime::await_arrivals); without it, transfer time includes the wait.
+  if (!await_arrivals_) return 0;
+  auto set = rt_.sets.find(set_id);
+  if (!set || !set->member() || set->size() < 2) return 0;
+  const int64_t start = monotonic_ns();
+  MPI_Request request = MPI_REQUEST_NULL;
+  if (MPI_Ibarrier(set->comm, &request) != MPI_SUCCESS) return 0;
+  // A failure here is the collective's to report: it runs next on the same ranks.
+  if (!wait_request(&request).ok()) return 0;
+  return monotonic_ns() - start;
 }
 
 void BackgroundLoop::apply_tuning(const std::string& blob) {

@@ -83,6 +83,9 @@ class BackgroundLoop {
   // marks steps), then each batch's copy and transfer time and bytes.
   void observe_step(std::span<const Response> ready);
   void run_batches(std::span<const Response> ready, const std::vector<Batch>& batches);
+  // The time this rank waited for every rank of the set to reach the next collective
+  // (ns; 0 where the summary was not asked for). Collective over the set.
+  int64_t await_arrivals(int32_t set_id);
   // FusionConfig::fuse_large for a set: the option, the hierarchical algorithm and
   // whether the set's ranks are on more than one node.
   bool fuse_large_tensors(int32_t set_id);
@@ -114,6 +117,7 @@ class BackgroundLoop {
   StepDetector steps_;
   StepDetector stat_steps_;  // step accounting's own (the tuner's runs on rank 0 only)
   bool step_stats_ = false;  // HVD_STEP_STATS
+  bool await_arrivals_ = false;  // HVD_SUMMARY or HVD_SUMMARY_FILE
   bool steps_started_ = false;
   int64_t step_bytes_ = 0;
   double step_start_ = 0;

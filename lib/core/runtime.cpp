@@ -17,6 +17,7 @@
 #include "core/shared_cpus.h"
 #include "base/log.h"
 #include "core/step_stats.h"
+#include "core/step_summary.h"
 #include "timeline/timeline.h"
 #include "ops/mpi/mpi_backend.h"
 #include "ops/mpi/mpi_types.h"
@@ -159,13 +160,17 @@ Error build_topology(Runtime& rt) {
   MPI_Comm_size(rt.cross, &rt.cross_size);
   // The speculation limit changes the negotiation vector's length, so every rank must
   // use one value: the smallest (a rank that turned it off turns it off for all).
-  int sizes[3] = {rt.local_size, -rt.local_size,
-                  -static_cast<int>(std::min<int64_t>(rt.params.speculative_bytes, INT32_MAX))};
-  int extremes[3];
-  MPI_Allreduce(sizes, extremes, 3, MPI_INT, MPI_MAX, rt.world);
+  // The summary's arrival barriers are collectives too: they run only where every rank
+  // asked for the summary (the smallest of the 0/1 answers).
+  int sizes[4] = {rt.local_size, -rt.local_size,
+                  -static_cast<int>(std::min<int64_t>(rt.params.speculative_bytes, INT32_MAX)),
+                  step_summary_requested(rt.params) ? 0 : 1};
+  int extremes[4];
+  MPI_Allreduce(sizes, extremes, 4, MPI_INT, MPI_MAX, rt.world);
   rt.homogeneous = extremes[0] == -extremes[1];
   rt.max_local_size = extremes[0];
   rt.speculative_bytes = -static_cast<int64_t>(extremes[2]);
+  rt.await_arrivals = extremes[3] == 0;
   int leader = rt.local_rank == 0 ? 1 : 0;
   MPI_Allreduce(&leader, &rt.num_nodes, 1, MPI_INT, MPI_SUM, rt.world);
   // Where every rank sits: hierarchical allgather orders node blocks by this.

@@ -37,6 +37,9 @@ struct Runtime {
   int num_nodes = 1;          // equal on every rank
   int max_local_size = 1;     // equal on every rank
   int64_t speculative_bytes = 0;  // HVD_SPECULATIVE_BYTES, the smallest over the ranks
+  // Every rank asked for the step summary: batches wait for their last rank at a
+  // barrier, timed apart from the transfer (BackgroundLoop::await_arrivals).
+  bool await_arrivals = false;
   std::vector<int> node_of;        // world rank -> node index (its leader's cross rank)
   std::vector<int> local_rank_of;  // world rank -> local rank
   int gpu_device = -1;

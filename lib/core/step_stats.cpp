@@ -20,6 +20,7 @@ void StepStats::start(bool enabled, int64_t warmup) {
   negotiate_ns_.store(0);
   copy_ns_.store(0);
   transfer_ns_.store(0);
+  peer_wait_ns_.store(0);
   bytes_.store(0);
   bus_bytes_.store(0);
   reference_bw_.store(0);
@@ -30,6 +31,7 @@ void StepStats::start(bool enabled, int64_t warmup) {
   at_start_ = Counters{};
   recorded_ = 0;
   totals_ = StepTotals{};
+  for (StepTotals& s : last_) s = StepTotals{};
   waits_by_name_.clear();
 }
 
@@ -50,10 +52,27 @@ StepStats::Counters StepStats::read_counters() const {
   c.negotiate_ns = negotiate_ns_.load(std::memory_order_relaxed);
   c.copy_ns = copy_ns_.load(std::memory_order_relaxed);
   c.transfer_ns = transfer_ns_.load(std::memory_order_relaxed);
+  c.peer_wait_ns = peer_wait_ns_.load(std::memory_order_relaxed);
   c.bytes = bytes_.load(std::memory_order_relaxed);
   c.bus_bytes = bus_bytes_.load(std::memory_order_relaxed);
   return c;
 }
+
+namespace {
+
+void add_to(StepTotals* sum, const StepTotals& step, int sign) {
+  sum->steps += sign * step.steps;
+  sum->step_s += sign * step.step_s;
+  sum->wait_s += sign * step.wait_s;
+  sum->negotiate_s += sign * step.negotiate_s;
+  sum->copy_s += sign * step.copy_s;
+  sum->transfer_s += sign * step.transfer_s;
+  sum->peer_wait_s += sign * step.peer_wait_s;
+  sum->bytes += sign * step.bytes;
+  sum->bus_bytes += sign * step.bus_bytes;
+}
+
+}  // namespace
 
 bool StepStats::boundary(double t, bool mark, double* step_s, double* wait_s) {
   if (!enabled()) return false;
@@ -70,16 +89,20 @@ bool StepStats::boundary(double t, bool mark, double* step_s, double* wait_s) {
     ++recorded_;
     if (recorded_ > warmup_) {
       constexpr double ns = 1e-9;
-      totals_.steps += 1;
-      totals_.step_s += t - start_t_;
-      totals_.wait_s += static_cast<double>(now.wait_ns - at_start_.wait_ns) * ns;
-      totals_.negotiate_s += static_cast<double>(now.negotiate_ns - at_start_.negotiate_ns) * ns;
-      totals_.copy_s += static_cast<double>(now.copy_ns - at_start_.copy_ns) * ns;
-      totals_.transfer_s += static_cast<double>(now.transfer_ns - at_start_.transfer_ns) * ns;
-      totals_.bytes += now.bytes - at_start_.bytes;
-      totals_.bus_bytes += static_cast<double>(now.bus_bytes - at_start_.bus_bytes);
-      if (step_s) *step_s = t - start_t_;
-      if (wait_s) *wait_s = static_cast<double>(now.wait_ns - at_start_.wait_ns) * ns;
+      StepTotals step;
+      step.steps = 1;
+      step.step_s = t - start_t_;
+      step.wait_s = static_cast<double>(now.wait_ns - at_start_.wait_ns) * ns;
+      step.negotiate_s = static_cast<double>(now.negotiate_ns - at_start_.negotiate_ns) * ns;
+      step.copy_s = static_cast<double>(now.copy_ns - at_start_.copy_ns) * ns;
+      step.transfer_s = static_cast<double>(now.transfer_ns - at_start_.transfer_ns) * ns;
+      step.peer_wait_s = static_cast<double>(now.peer_wait_ns - at_start_.peer_wait_ns) * ns;
+      step.bytes = now.bytes - at_start_.bytes;
+      step.bus_bytes = static_cast<double>(now.bus_bytes - at_start_.bus_bytes);
+      last_[static_cast<size_t>(totals_.steps) % kKeptSteps] = step;
+      add_to(&totals_, step, 1);
+      if (step_s) *step_s = step.step_s;
+      if (wait_s) *wait_s = step.wait_s;
       measured = true;
     }
     if (recorded_ >= warmup_) measuring_.store(true, std::memory_order_relaxed);
@@ -93,6 +116,15 @@ bool StepStats::boundary(double t, bool mark, double* step_s, double* wait_s) {
 StepTotals StepStats::totals() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return totals_;
+}
+
+StepTotals StepStats::totals_of_first(int64_t steps) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  StepTotals sum = totals_;
+  const int64_t oldest_kept = std::max<int64_t>(0, totals_.steps - static_cast<int64_t>(kKeptSteps));
+  for (int64_t k = totals_.steps - 1; k >= std::max(steps, oldest_kept); --k)
+    add_to(&sum, last_[static_cast<size_t>(k) % kKeptSteps], -1);
+  return sum;
 }
 
 std::vector<TensorWait> StepStats::top_tensors(size_t n) const {

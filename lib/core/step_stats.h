@@ -4,7 +4,9 @@
 // Everything is a cumulative counter, added to with relaxed atomics by the thread
 // that measured it: user threads add the time they were blocked in a wait that did
 // not find its handle done (the exposed communication), the background thread adds
-// negotiation, fusion-copy and transfer time and the bytes it moved. A step boundary
+// negotiation, fusion-copy and transfer time and the bytes it moved, and, where the
+// summary was asked for, how long each transfer waited for the last rank to enter it
+// (peer wait: see BackgroundLoop::run_batches). A step boundary
 // (a tensor name executed twice, or hvd_mark_step) takes the differences since the
 // previous boundary under a mutex, once per step. The hot paths therefore cost a clock
 // read at the start and end of a blocking wait and of each round and batch.
@@ -31,7 +33,8 @@ struct StepTotals {
   double wait_s = 0;
   double negotiate_s = 0;
   double copy_s = 0;
-  double transfer_s = 0;
+  double transfer_s = 0;   // peer wait excluded
+  double peer_wait_s = 0;  // waiting for the last rank to enter a transfer
   int64_t bytes = 0;
   double bus_bytes = 0;  // bytes weighted as nccl-tests' busbw (allreduce: 2(n-1)/n)
 };
@@ -57,9 +60,10 @@ class StepStats {
     bytes_.fetch_add(bytes, std::memory_order_relaxed);
     bus_bytes_.fetch_add(bus_bytes, std::memory_order_relaxed);
   }
-  void add_execute(int64_t copy_ns, int64_t transfer_ns) {
+  void add_execute(int64_t copy_ns, int64_t transfer_ns, int64_t peer_wait_ns = 0) {
     copy_ns_.fetch_add(copy_ns, std::memory_order_relaxed);
     transfer_ns_.fetch_add(transfer_ns, std::memory_order_relaxed);
+    peer_wait_ns_.fetch_add(peer_wait_ns, std::memory_order_relaxed);
   }
 
   // A step boundary at monotonic time t (seconds). Detected boundaries (mark ==
@@ -68,6 +72,10 @@ class StepStats {
   bool boundary(double t, bool mark, double* step_s, double* wait_s);
 
   StepTotals totals() const;
+  // The sums over the first `steps` measured steps only: a rank that measured more
+  // steps than the job agreed on leaves its last ones out (as many as it still holds;
+  // kKeptSteps), so every rank's figures cover the same count.
+  StepTotals totals_of_first(int64_t steps) const;
   // The names waited on longest over the measured steps, longest first.
   std::vector<TensorWait> top_tensors(size_t n) const;
   // Raw MPI's bus bandwidth on this job's communicator (bytes/s; 0: not measured).
@@ -83,20 +91,23 @@ class StepStats {
 
  private:
   struct Counters {
-    int64_t wait_ns = 0, negotiate_ns = 0, copy_ns = 0, transfer_ns = 0, bytes = 0,
-            bus_bytes = 0;
+    int64_t wait_ns = 0, negotiate_ns = 0, copy_ns = 0, transfer_ns = 0, peer_wait_ns = 0,
+            bytes = 0, bus_bytes = 0;
   };
   Counters read_counters() const;
 
   // Distinct names kept for the top-tensor table: automatic names ("noname.<n>") are
   // new on every call and must not grow it without bound.
   static constexpr size_t kMaxNames = 4096;
+  // The last measured steps, one StepTotals each (steps = 1): ranks disagree by a step
+  // or two at most, where one rank's boundary fell before shutdown and another's after.
+  static constexpr size_t kKeptSteps = 8;
 
   std::atomic<bool> enabled_{false};
   std::atomic<bool> ever_started_{false};
   std::atomic<bool> measuring_{false};  // warm-up is over: waits are kept by name
-  std::atomic<int64_t> wait_ns_{0}, negotiate_ns_{0}, copy_ns_{0}, transfer_ns_{0}, bytes_{0},
-      bus_bytes_{0};
+  std::atomic<int64_t> wait_ns_{0}, negotiate_ns_{0}, copy_ns_{0}, transfer_ns_{0},
+      peer_wait_ns_{0}, bytes_{0}, bus_bytes_{0};
   std::atomic<double> reference_bw_{0};
 
   mutable std::mutex mutex_;  // everything below
@@ -107,6 +118,7 @@ class StepStats {
   Counters at_start_;
   int64_t recorded_ = 0;  // steps ended, warm-up included
   StepTotals totals_;
+  StepTotals last_[kKeptSteps];  // ring: measured step k at last_[k % kKeptSteps]
   std::unordered_map<std::string, int64_t> waits_by_name_;  // ns
 };
 

@@ -28,8 +28,8 @@ constexpr int kProbeMaxCalls = 5;
 // What each rank sends to rank 0: plain bytes, the same layout on every rank (one
 // library build per job).
 struct RankRecord {
-  int64_t steps;
-  double step_s, wait_s, negotiate_s, copy_s, transfer_s, bytes, bus_bandwidth,
+  int64_t steps, steps_seen;
+  double step_s, wait_s, negotiate_s, copy_s, transfer_s, peer_wait_s, bytes, bus_bandwidth,
       reference_bandwidth;
   struct {
     char name[kNameBytes];
@@ -117,7 +117,10 @@ double share(double part, double whole) { return whole > 0 ? part / whole : 0.0;
 struct Aggregate {
   double step_mean = 0, step_max = 0, wait_mean = 0, share_mean = 0, share_max = 0;
   int share_max_rank = 0;
-  double negotiate = 0, copy = 0, transfer = 0, bus = 0, reference = 0;
+  double negotiate = 0, copy = 0, transfer = 0, peer_wait = 0, bus = 0, reference = 0;
+  // The rank the others waited for: the one that waited least itself (it arrived last
+  // most often); -1 where nobody waited, or every rank about as long.
+  int waited_for_rank = -1;
 };
 
 Aggregate aggregate(const std::vector<RankSummary>& ranks) {
@@ -138,9 +141,18 @@ Aggregate aggregate(const std::vector<RankSummary>& ranks) {
     a.negotiate += r.negotiate_s / n;
     a.copy += r.copy_s / n;
     a.transfer += r.transfer_s / n;
+    a.peer_wait += r.peer_wait_s / n;
     a.bus += r.bus_bandwidth / n;
     // The collective ends when its slowest rank does: the reference is the lowest.
     a.reference = std::min(a.reference, r.reference_bandwidth);
+  }
+  if (ranks.size() > 1 && a.peer_wait > 0) {
+    const auto least = std::min_element(
+        ranks.begin(), ranks.end(),
+        [](const RankSummary& x, const RankSummary& y) { return x.peer_wait_s < y.peer_wait_s; });
+    // Ranks that each wait about as long wait for one another (all descheduled in turn):
+    // one rank is named only where it waited under half the mean.
+    if (least->peer_wait_s < a.peer_wait / 2) a.waited_for_rank = least->rank;
   }
   return a;
 }
@@ -181,6 +193,8 @@ std::string summary_json(const std::vector<RankSummary>& ranks,
   out += ", \"negotiate_seconds\": " + num(a.negotiate);
   out += ", \"copy_seconds\": " + num(a.copy);
   out += ", \"transfer_seconds\": " + num(a.transfer);
+  out += ", \"peer_wait_seconds\": " + num(a.peer_wait);
+  out += ", \"waited_for_rank\": " + std::to_string(a.waited_for_rank);
   out += ", \"bytes_per_step\": " + std::to_string(static_cast<int64_t>(first.bytes + 0.5));
   out += ", \"bus_bandwidth\": " + num(a.bus);
   out += ", \"reference_bus_bandwidth\": " + num(a.reference);
@@ -201,6 +215,8 @@ std::string summary_json(const std::vector<RankSummary>& ranks,
            num(r.wait_s) + ", \"exposed_share\": " + num(share(r.wait_s, r.step_s)) +
            ", \"negotiate_seconds\": " + num(r.negotiate_s) + ", \"copy_seconds\": " +
            num(r.copy_s) + ", \"transfer_seconds\": " + num(r.transfer_s) +
+           ", \"peer_wait_seconds\": " + num(r.peer_wait_s) +
+           ", \"steps_seen\": " + std::to_string(r.steps_seen) +
            ", \"bytes_per_step\": " + std::to_string(static_cast<int64_t>(r.bytes + 0.5)) +
            ", \"bus_bandwidth\": " + num(r.bus_bandwidth) + ", \"reference_bus_bandwidth\": " +
            num(r.reference_bandwidth) + "}";
@@ -217,8 +233,8 @@ std::string summary_table(const std::vector<RankSummary>& ranks,
   std::string out;
   char line[512];
   std::snprintf(line, sizeof line,
-                "libhvd step summary: %zu ranks, %lld steps measured on rank 0 (the first %lld "
-                "left out as warm-up)\n",
+                "libhvd step summary: %zu ranks, %lld steps measured on every rank (the first "
+                "%lld left out as warm-up)\n",
                 ranks.size(), static_cast<long long>(first.steps), static_cast<long long>(warmup));
   out += line;
   if (first.steps == 0) {
@@ -241,6 +257,18 @@ std::string summary_table(const std::vector<RankSummary>& ranks,
   std::snprintf(line, sizeof line, "  %-26s %s per step\n", "fusion copies and scaling",
                 ms(a.copy).c_str());
   out += line;
+  if (a.peer_wait > 0) {
+    char what[40];
+    if (a.waited_for_rank >= 0)
+      std::snprintf(what, sizeof what, "waiting for rank %d", a.waited_for_rank);
+    else
+      std::snprintf(what, sizeof what, "waiting for other ranks");
+    std::snprintf(line, sizeof line,
+                  "  %-26s %s per step (mean over ranks): from entering a transfer until its "
+                  "last rank did\n",
+                  what, ms(a.peer_wait).c_str());
+    out += line;
+  }
   std::snprintf(line, sizeof line, "  %-26s %s per step, %.0f bytes per step\n", "transfers",
                 ms(a.transfer).c_str(), first.bytes);
   out += line;
@@ -261,15 +289,24 @@ std::string summary_table(const std::vector<RankSummary>& ranks,
     }
   }
   if (ranks.size() > 1 && ranks.size() <= 64) {
-    std::snprintf(line, sizeof line, "  %6s %8s %12s %12s %8s\n", "rank", "steps", "step ms",
-                  "exposed ms", "share");
+    std::snprintf(line, sizeof line, "  %6s %8s %12s %12s %8s %14s\n", "rank", "steps",
+                  "step ms", "exposed ms", "share", "peer wait ms");
     out += line;
     for (const RankSummary& r : ranks) {
-      std::snprintf(line, sizeof line, "  %6d %8lld %12.3f %12.3f %7.1f%%\n", r.rank,
+      std::snprintf(line, sizeof line, "  %6d %8lld %12.3f %12.3f %7.1f%% %14.3f\n", r.rank,
                     static_cast<long long>(r.steps), r.step_s * 1e3, r.wait_s * 1e3,
-                    share(r.wait_s, r.step_s) * 100);
+                    share(r.wait_s, r.step_s) * 100, r.peer_wait_s * 1e3);
       out += line;
     }
+    for (const RankSummary& r : ranks)
+      if (r.steps_seen != r.steps) {
+        std::snprintf(line, sizeof line,
+                      "  steps are counted over the %lld every rank measured (rank %d measured "
+                      "%lld: its last ones are left out)\n",
+                      static_cast<long long>(r.steps), r.rank,
+                      static_cast<long long>(r.steps_seen));
+        out += line;
+      }
   }
   return out;
 }
@@ -284,10 +321,22 @@ void step_summary_at_shutdown(MPI_Comm comm, int rank, int size, const Params& p
   }
   const double deadline = now_seconds() + timeout_s;
   const StepStats& stats = step_stats();
-  const StepTotals t = stats.totals();
+  // The same steps on every rank: a step boundary is each rank's own (a mark by its
+  // training loop, or a name's return seen by its background thread), so at shutdown
+  // one rank may have ended a step that another has not. Every rank reports the count
+  // they all measured, leaving out its own last extra steps.
+  const int64_t seen = stats.totals().steps;
+  int64_t minus_seen = -seen, minus_agreed = 0;
+  MPI_Request request;
+  bool ok = MPI_Iallreduce(&minus_seen, &minus_agreed, 1, MPI_INT64_T, MPI_MAX, comm,
+                           &request) == MPI_SUCCESS &&
+            wait_until(&request, deadline, 50);
+  const StepTotals t = stats.totals_of_first(ok ? -minus_agreed : seen);
   const double steps = t.steps > 0 ? static_cast<double>(t.steps) : 1.0;
   RankRecord mine{};
   mine.steps = t.steps;
+  mine.steps_seen = seen;
+  mine.peer_wait_s = t.peer_wait_s / steps;
   mine.step_s = t.step_s / steps;
   mine.wait_s = t.wait_s / steps;
   mine.negotiate_s = t.negotiate_s / steps;
@@ -303,10 +352,10 @@ void step_summary_at_shutdown(MPI_Comm comm, int rank, int size, const Params& p
 
   // The probe's size: the largest per-step volume of any rank, capped.
   int64_t my_bytes = static_cast<int64_t>(mine.bytes), probe_bytes = 0;
-  MPI_Request request;
-  bool ok = MPI_Iallreduce(&my_bytes, &probe_bytes, 1, MPI_INT64_T, MPI_MAX, comm, &request) ==
-                MPI_SUCCESS &&
-            wait_until(&request, deadline, 50);
+  ok = ok &&
+       MPI_Iallreduce(&my_bytes, &probe_bytes, 1, MPI_INT64_T, MPI_MAX, comm, &request) ==
+           MPI_SUCCESS &&
+       wait_until(&request, deadline, 50);
   probe_bytes = std::min(probe_bytes, kProbeMaxBytes) / 4 * 4;
   if (ok && size > 1 && probe_bytes > 0)
     mine.reference_bandwidth = probe_reference(comm, size, probe_bytes, deadline, &ok);
@@ -330,9 +379,9 @@ void step_summary_at_shutdown(MPI_Comm comm, int rank, int size, const Params& p
   std::map<std::string, double> waits;
   for (int r = 0; r < size; ++r) {
     const RankRecord& rec = all[static_cast<size_t>(r)];
-    rows.push_back(RankSummary{r, rec.steps, rec.step_s, rec.wait_s, rec.negotiate_s, rec.copy_s,
-                               rec.transfer_s, rec.bytes, rec.bus_bandwidth,
-                               rec.reference_bandwidth});
+    rows.push_back(RankSummary{r, rec.steps, rec.steps_seen, rec.step_s, rec.wait_s,
+                               rec.negotiate_s, rec.copy_s, rec.transfer_s, rec.peer_wait_s,
+                               rec.bytes, rec.bus_bandwidth, rec.reference_bandwidth});
     for (const auto& entry : rec.top) {
       std::string name(entry.name, strnlen(entry.name, kNameBytes));
       if (!name.empty()) waits[name] += entry.wait_s / size;

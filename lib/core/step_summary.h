@@ -26,9 +26,11 @@ void step_summary_at_shutdown(MPI_Comm comm, int rank, int size, const Params& p
 struct RankSummary {
   int rank = 0;
   int64_t steps = 0;
+  int64_t steps_seen = 0;  // measured here before the ranks agreed on `steps`
   double step_s = 0, wait_s = 0, negotiate_s = 0, copy_s = 0, transfer_s = 0;
+  double peer_wait_s = 0;  // waiting for the last rank to enter a transfer
   double bytes = 0;
-  double bus_bandwidth = 0;        // bytes/s, 0 when nothing was transferred
+  double bus_bandwidth = 0;        // bytes/s over transfer time, 0 when nothing was transferred
   double reference_bandwidth = 0;  // bytes/s, 0 when not measured
 };
 

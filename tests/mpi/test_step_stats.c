@@ -138,6 +138,44 @@ static void detected_steps(void** state) {
   assert_hvd_ok(hvd_shutdown());
 }
 
+/* A deliberate skew: the last rank sleeps kLateMs before each submit, so every other
+ * rank waits for it. With the summary asked for (the transfers then wait for their
+ * last rank apart from the transfer itself), that wait is the early ranks' exposed
+ * wait, never their transfer time, and every rank counts the same steps. */
+static void late_rank_is_waiting_not_transfer(void** state) {
+  (void)state;
+  enum { kLateMs = 60 };
+  assert_int_equal(setenv("HVD_SUMMARY", "1", 1), 0);
+  assert_hvd_ok(hvd_init());
+  const int late = hvd_rank() == hvd_size() - 1;
+  float* data = malloc(kCount * sizeof(float));
+  assert_non_null(data);
+  for (int step = 0; step < kSteps / 2; ++step) {
+    if (late) compute(kLateMs);
+    for (int i = 0; i < kCount; ++i) data[i] = 1.0f;
+    assert_hvd_ok(hvd_allreduce(data, data, kCount, HVD_FLOAT32, HVD_OP_SUM, "late.grad"));
+    assert_hvd_ok(hvd_mark_step());
+  }
+  free(data);
+  hvd_step_stats_t s = HVD_STEP_STATS_INITIALIZER;
+  assert_hvd_ok(hvd_get_step_stats(&s));
+  assert_int_equal(s.steps, kSteps / 2 - 1 - s.warmup_steps);
+  int64_t steps[2] = {s.steps, s.steps};
+  assert_hvd_ok(hvd_allreduce(&steps[0], &steps[0], 1, HVD_INT64, HVD_OP_MIN, "late.min"));
+  assert_hvd_ok(hvd_allreduce(&steps[1], &steps[1], 1, HVD_INT64, HVD_OP_MAX, "late.max"));
+  assert_int_equal(steps[0], steps[1]);
+  if (hvd_size() > 1 && !late) {
+    /* Generous margins: the wait is the skew (60 ms a step), the transfer of 16 KiB
+     * on one machine well under a millisecond. */
+    if (!(s.exposed_wait_seconds > s.transfer_seconds && s.transfer_seconds < kLateMs * 1e-3 / 2 &&
+          s.exposed_wait_seconds > kLateMs * 1e-3 / 2))
+      fail_msg("rank %d: exposed wait %.6f s, transfer %.6f s per step with a peer %d ms late",
+               hvd_rank(), s.exposed_wait_seconds, s.transfer_seconds, kLateMs);
+  }
+  assert_hvd_ok(hvd_shutdown());
+  assert_int_equal(unsetenv("HVD_SUMMARY"), 0);
+}
+
 /* A struct from an older, smaller caller is filled up to its size. */
 static void smaller_struct(void** state) {
   (void)state;
@@ -157,6 +195,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(marked_steps),
       cmocka_unit_test(detected_steps),
+      cmocka_unit_test(late_rank_is_waiting_not_transfer),
       cmocka_unit_test(smaller_struct),
       cmocka_unit_test(bad_arguments),
   };

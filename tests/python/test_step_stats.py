@@ -121,3 +121,44 @@ def test_summary_file_json():
     # The reference stays readable after shutdown on every rank that measured it.
     assert hvd.step_stats()["reference_bus_bandwidth"] == pytest.approx(
         doc["per_rank"][0]["reference_bus_bandwidth"], rel=1e-6)
+
+
+def test_summary_late_rank_is_waiting_not_transfer():
+    # A deliberate skew: the last rank sleeps before each submit. The others' wait for
+    # it is their exposed wait (and, inside a transfer, peer wait), not transfer time,
+    # and every rank's row covers the same steps.
+    late_s = 0.05
+    hvd.init()
+    path = hvd.broadcast_object(
+        os.path.join(tempfile.mkdtemp(prefix="hvd-summary-"), "summary.json")
+        if hvd.rank() == 0 else None, root_rank=0, name="summary.path")
+    hvd.shutdown()
+    os.environ["HVD_SUMMARY_FILE"] = path
+    try:
+        hvd.init()
+        size = hvd.size()
+        rank = hvd.rank()
+        for _ in range(STEPS):
+            if rank == size - 1:
+                time.sleep(late_s)
+            hvd.allreduce(np.ones(COUNT, dtype=np.float32), op=hvd.Sum, name="py.late")
+            hvd.mark_step()
+        hvd.shutdown()
+    finally:
+        del os.environ["HVD_SUMMARY_FILE"]
+    if rank != 0:
+        return
+    with open(path) as f:
+        doc = json.load(f)
+    shutil.rmtree(os.path.dirname(path))
+    assert doc["steps"] == STEPS - 1 - doc["warmup_steps"]
+    assert {r["steps"] for r in doc["per_rank"]} == {doc["steps"]}
+    for r in doc["per_rank"]:
+        assert r["steps_seen"] >= r["steps"] and r["peer_wait_seconds"] >= 0
+    if size == 1:
+        return
+    # Generous margins: the skew is 50 ms a step, a 4 KB transfer on one machine far less.
+    early = doc["per_rank"][0]
+    waited = early["exposed_wait_seconds"] + early["peer_wait_seconds"]
+    assert waited > early["transfer_seconds"]
+    assert waited > late_s / 2 > early["transfer_seconds"]

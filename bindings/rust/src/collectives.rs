@@ -52,7 +52,7 @@ pub fn broadcast_with<T: Element>(data: &mut [T], root_rank: usize, name: &str, 
 }
 
 /// Reduces tensor i of `inputs` into `outputs[i]`, all fused as one unit;
-/// members are named "<name>.<i>".
+/// members are named `"<name>.<i>"`.
 pub fn grouped_allreduce<T: Element>(
     inputs: &[&[T]],
     outputs: &mut [&mut [T]],
@@ -70,7 +70,7 @@ pub fn allgather<T: Element>(input: &[T], row_len: usize, name: &str, opts: &Opt
     ops::allgather(input, row_len, name, opts)?.wait()
 }
 
-/// Sends send_splits[r] rows of `row_len` elements to set rank r (None: the rows
+/// Sends `send_splits[r]` rows of `row_len` elements to set rank r (None: the rows
 /// split evenly); returns the rows received, in set rank order.
 pub fn alltoall<T: Element>(
     input: &[T],

@@ -142,8 +142,8 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         Ok(self.track(ops::broadcast(data, root_rank, name, opts)?))
     }
 
-    /// Starts a grouped allreduce: tensor i from inputs[i] into outputs[i], fused as
-    /// one unit; members are named "<name>.<i>".
+    /// Starts a grouped allreduce: tensor i from `inputs[i]` into `outputs[i]`, fused as
+    /// one unit; members are named `"<name>.<i>"`.
     pub fn grouped_allreduce<T: Element>(
         &'scope self,
         inputs: &[&'scope [T]],
@@ -166,7 +166,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         Ok(self.track(ops::allgather(input, row_len, name, opts)?))
     }
 
-    /// Starts an alltoall: send_splits[r] rows to set rank r (None: evenly).
+    /// Starts an alltoall: `send_splits[r]` rows to set rank r (None: evenly).
     pub fn alltoall<T: Element>(
         &'scope self,
         input: &'scope [T],
