@@ -33,12 +33,13 @@ run_suites() {  # DIR MESON-TEST-ARGS...
     --timeout-multiplier "$HVD_TEST_TIMEOUT_MULTIPLIER" "$@"
 }
 started=$SECONDS
-setup build
+# -Dtests=true: the README's first command makes build/ without the suites.
+setup build -Dtests=true
 run_suites build || status=1
 echo "MPICH: $((SECONDS - started)) s"
 
 started=$SECONDS
-setup build-openmpi -Dmpi=openmpi
+setup build-openmpi -Dmpi=openmpi -Dtests=true
 # meson test builds only what the chosen suites need.
 run_suites build-openmpi --suite mpi --suite netlab --suite reliability --suite python \
   --suite tools --suite gpu || status=1
