@@ -133,6 +133,20 @@ unresolvable-host)
   grep -q "cannot resolve host 'no-such-host.invalid'" "$work/err" || die "message: $(cat "$work/err")"
   ! grep -q "launcher arguments" "$work/out" || die "the launcher was started"
   ;;
+bad-interface)
+  # A --network-interface this machine lacks is refused before launch, naming it and
+  # the interfaces there are (Hydra would stop with its internals and status 255).
+  export HVDRUN_MPIEXEC="$fakes/fake_mpich"
+  expect_error "--network-interface: this machine has no network interface 'bogus0'; its interfaces are " -- \
+    "$hvdrun" -np 2 -H localhost:2 --network-interface bogus0 prog
+  grep -qE "its interfaces are .*\blo\b" "$work/stderr" || die "lo not named: $(cat "$work/stderr")"
+  ! grep -q "launcher arguments" "$work/stdout" || die "the launcher was started"
+  expect_error "no network interface 'bogus0'" -- "$hvdrun" -np 2 --network-interface lo,bogus0 prog
+  # One that exists runs.
+  "$hvdrun" -np 1 --network-interface lo prog >"$work/stdout" 2>"$work/stderr" ||
+    die "--network-interface lo: status $?: $(cat "$work/stderr")"
+  grep -qx -- "-iface" "$work/stdout" || die "no -iface: $(cat "$work/stdout")"
+  ;;
 signal-forwarded)
   # SIGTERM to hvdrun reaches the launcher's process group; the launcher dies of it
   # and hvdrun reports 128+15.

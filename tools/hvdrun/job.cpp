@@ -123,6 +123,10 @@ int run_prepared_job(const PreparedJob& job, const LaunchOptions& options) {
 
   Status resolvable = check_hosts_resolve(plan.hosts, plan.mpi_args);
   if (!resolvable) return usage_error(resolvable.error());
+  if (!plan.network_interfaces.empty() && ranks_run_here(plan.hosts, plan.mpi_args)) {
+    Status present = check_network_interfaces(plan.network_interfaces, local_interfaces());
+    if (!present) return usage_error(present.error());
+  }
 
   std::cout.flush();
   std::cerr.flush();
