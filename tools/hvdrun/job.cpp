@@ -85,6 +85,8 @@ Result<PreparedJob> prepare_job(const LaunchOptions& options, const PlanContext&
   auto plan = make_plan(options, context);
   if (!plan) return R::failure(plan.error());
   for (const auto& w : plan->warnings) std::cerr << "hvdrun: warning: " << w << "\n";
+  if (options.verbose)
+    for (const auto& n : plan->notes) std::cerr << "hvdrun: " << n << "\n";
   auto command = build_command(*plan);
   if (!command) return R::failure(command.error());
   return PreparedJob{std::move(plan).value(), std::move(command).value()};
