@@ -22,7 +22,7 @@ done
 $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential pkg-config meson ninja-build \
   mpich libmpich-dev openmpi-bin libopenmpi-dev \
-  hwloc libhwloc-dev libcmocka-dev libcli11-dev iproute2 util-linux procps \
+  hwloc libhwloc-dev libcmocka-dev libcli11-dev libyaml-dev iproute2 util-linux procps \
   python3 python3-dev python3-venv python3-pip python3-numpy python3-pytest python3-torch \
   python3-matplotlib cargo \
   >/dev/null

@@ -174,6 +174,7 @@ std::vector<double> ParameterManager::point_of(const TunedParams& p) const {
 bool ParameterManager::record_step(int64_t bytes, double seconds) {
   if (!current_.tuning) return false;
   if (bytes < 0 || !std::isfinite(seconds) || seconds < 0) return false;  // not a measurement
+  ++steps_seen_;
   if (settle_left_ > 0) {
     --settle_left_;
     return false;
@@ -241,6 +242,16 @@ bool ParameterManager::settle() {
   return true;
 }
 
+int64_t ParameterManager::steps_per_sample() const {
+  return config_.steps_per_sample * config_.windows_per_sample;
+}
+
+int64_t ParameterManager::steps_before_first_sample() const {
+  // The starting setting is measured at once (no settling steps before it); the
+  // warm-up samples are taken there too.
+  return (config_.warmup_samples + 1) * steps_per_sample();
+}
+
 bool ParameterManager::finish() {
   if (!current_.tuning) return false;
   if (samples_.empty()) {
@@ -251,6 +262,17 @@ bool ParameterManager::finish() {
     start.generation = current_.generation + 1;
     current_ = start;
     HVD_LOG(Info, "autotune: stopped before any sample; keeping %s", describe(current_).c_str());
+    // A log with only its header looks like a failure of the tuner; say why it is empty.
+    if (log_.is_open())
+      HVD_LOG(Warning,
+              "autotune: the log '%s' has no sample: the job ended after %" PRId64
+              " steps, and the first sample needs %" PRId64 " (%" PRId64 " warm-up and 1 measured, %" PRId64
+              " steps each: HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE=%" PRId64 " times %" PRId64
+              " windows); run more steps or lower HOROVOD_AUTOTUNE_WARMUP_SAMPLES or "
+              "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE",
+              log_.path().c_str(), steps_seen_, steps_before_first_sample(),
+              config_.warmup_samples, steps_per_sample(), config_.steps_per_sample,
+              config_.windows_per_sample);
     return true;  // the tuning flag changed
   }
   return settle();

@@ -14,7 +14,8 @@
 //                              encode_tuned_params(tuner->params(), wire) -> negotiation
 //   every rank, on receipt:  decode_tuned_params(wire, size, &p) -> apply p before
 //                            planning that round's fusion
-//   coordinator, shutdown:   tuner->finish() while tuner->tuning()
+//   coordinator, shutdown:   tuner->finish() while tuner->tuning() (which warns when
+//                            the log got no sample: the job was too short)
 #pragma once
 
 #include <cstdint>
@@ -84,6 +85,10 @@ class ParameterManager {
   bool tuning() const { return current_.tuning; }
   // Scored samples in order, warm-up excluded.
   const std::vector<Sample>& samples() const { return samples_; }
+  // Steps one sample takes (windows_per_sample windows of steps_per_sample), and the
+  // steps before the first sample is logged (the warm-up ones included).
+  int64_t steps_per_sample() const;
+  int64_t steps_before_first_sample() const;
   // Free dimensions of the search (0: nothing to tune).
   int free_dims() const { return static_cast<int>(dims_.size()); }
 
@@ -116,6 +121,7 @@ class ParameterManager {
   double window_bytes_ = 0, window_seconds_ = 0;
   std::vector<double> window_scores_;
   std::vector<Sample> samples_;
+  int64_t steps_seen_ = 0;  // measured steps, for the note on a log without a sample
 };
 
 }  // namespace hvd

@@ -28,6 +28,7 @@ class TuneLog {
   // replaced, a planted link never followed). False with *error when it cannot.
   bool open(const std::string& path, std::string* error);
   bool is_open() const { return file_ != nullptr; }
+  const std::string& path() const { return path_; }
   // Appends one row; after a write error the log stops (with one warning).
   void row(const TunedParams& params, double score);
 

@@ -4,7 +4,8 @@
 # prefix must: the programs and examples find libhvd through their $ORIGIN-relative
 # RPATH, hvd.pc is relocatable (the C example builds and runs with README.md's line),
 # hvd-info lists the knobs, the Python package loads the libhvd installed with it, and
-# every data file lands under share/hvd.
+# every data file lands under share/hvd, and the installed hvdrun runs a job that imports
+# `horovod` with PYTHONPATH naming the install's site folder.
 # Usage: prefix_install.sh BUILD_DIR MPIEXEC PYTHON PREFIX
 set -u
 build=$1 mpiexec=$2 python=$3 prefix=$4
@@ -75,4 +76,28 @@ if ls "$build"/bindings/python/_fastpath*.so >/dev/null 2>&1; then
 fi
 echo "$loaded" | head -n 1 | grep -q "^$root/" || die "hvd loaded $(echo "$loaded" | head -n 1), not the installed libhvd"
 [ "$(echo "$loaded" | tail -n 1)" = libhvd ] || die "horovod is not the stand-in: $loaded"
+
+# A Horovod user's job through the installed hvdrun, with PYTHONPATH naming only the
+# site folder (where the .pth file that adds the stand-in's folder is not read):
+# hvdrun adds the stand-in's folder for the ranks, and says so with --verbose.
+cat >"$work/my_train.py" <<'PY'
+import horovod, hvd
+hvd.init()
+print(f"rank {hvd.rank()} of {hvd.size()}: horovod from {horovod.backend}", flush=True)
+hvd.shutdown()
+PY
+(cd "$work" && PYTHONPATH="$site" "$root/bin/hvdrun" -np 2 -H localhost:2 "$python" my_train.py) \
+  >"$work/hvdrun.txt" 2>&1 || die "hvdrun with PYTHONPATH=$site (status $?): $(cat "$work/hvdrun.txt")"
+for r in 0 1; do
+  grep -q "rank $r of 2: horovod from libhvd$" "$work/hvdrun.txt" ||
+    die "rank $r did not import the stand-in: $(cat "$work/hvdrun.txt")"
+done
+PYTHONPATH="$site" "$root/bin/hvdrun" --verbose --dry-run -np 2 "$python" my_train.py \
+  >"$work/dry.txt" 2>&1 || die "hvdrun --verbose --dry-run: $(cat "$work/dry.txt")"
+grep -qF "PYTHONPATH names this install's site folder but not $site/hvd_horovod_compat" "$work/dry.txt" ||
+  die "--verbose does not say PYTHONPATH was completed: $(cat "$work/dry.txt")"
+# PYTHONPATH naming the folder already, or not naming the site folder: left alone.
+PYTHONPATH="$site:$site/hvd_horovod_compat" "$root/bin/hvdrun" --verbose --dry-run -np 2 "$python" x.py \
+  >"$work/dry.txt" 2>&1 || die "hvdrun --dry-run: $(cat "$work/dry.txt")"
+! grep -q "names this install's site folder" "$work/dry.txt" || die "PYTHONPATH changed: $(cat "$work/dry.txt")"
 echo "ok: installed under $root works"

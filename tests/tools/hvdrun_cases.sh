@@ -85,8 +85,9 @@ usage-errors)
     "$hvdrun" -np 2 --no-such-option prog
   expect_error "-np/--num-proc expects a whole number of ranks, got 'abc'" -- "$hvdrun" -np abc prog
   expect_error "--min-np: elastic training" -- "$hvdrun" -np 2 --min-np 1 prog
-  expect_error "--config-file: hvdrun does not read Horovod's YAML" -- \
-    "$hvdrun" -np 2 --config-file c.yaml prog
+  printf 'params:\n  cycle_time_ms: soon\n' >"$work/bad.yaml"
+  expect_error "--config-file $work/bad.yaml, line 2: params.cycle_time_ms: expects a number, got 'soon'" -- \
+    "$hvdrun" -np 2 --config-file "$work/bad.yaml" prog
   printf 'a slots=1\nb slots=oops\n' >"$work/hosts"
   expect_error "line 2, host 'b': slots must be a positive whole number" -- \
     "$hvdrun" -np 1 --hostfile "$work/hosts" prog
@@ -100,7 +101,7 @@ help)
   # Every flag hvdrun refuses is in the manual, which takes them from the same list.
   for flag in --min-np --min-num-proc --max-np --max-num-proc --slots-per-host \
       --elastic-timeout --reset-limit --blacklist-cooldown-range --host-discovery-script \
-      --gloo --jsrun --config-file; do
+      --gloo --jsrun; do
     grep -qE -- "(^| )$flag[,:]" "$work/help" || die "--help does not list the refused $flag"
     HVDRUN_MPIEXEC="$fakes/fake_mpich" "$hvdrun" -np 1 "$flag" x prog >/dev/null 2>"$work/refused"
     status=$?
@@ -132,6 +133,31 @@ unresolvable-host)
   [ "$status" = 2 ] || die "status $status, expected 2: $(cat "$work/err")"
   grep -q "cannot resolve host 'no-such-host.invalid'" "$work/err" || die "message: $(cat "$work/err")"
   ! grep -q "launcher arguments" "$work/out" || die "the launcher was started"
+  ;;
+config-file)
+  # Horovod's YAML file: its settings reach the ranks' environment, a flag on the
+  # command line wins, and a key without effect here gets its flag's note.
+  export HVDRUN_MPIEXEC="$fakes/fake_mpich"
+  printf '%s\n' 'params:' '  fusion_threshold_mb: 32' '  cycle_time_ms: 5' \
+    'stall_check:' '  enabled: false' 'library_options:' '  num_nccl_streams: 2' >"$work/cfg.yaml"
+  expect_output 0 "$fakes/fake_mpich -n 2 -prepend-rank -genv HOROVOD_FUSION_THRESHOLD 33554432 -genv HOROVOD_CYCLE_TIME 0.5 -genv HOROVOD_STALL_CHECK_DISABLE 1 $monitor prog" -- \
+    "$hvdrun" --dry-run -np 2 --config-file "$work/cfg.yaml" --cycle-time-ms 0.5 prog
+  grep -qF "hvdrun: note: library_options.num_nccl_streams (--config-file $work/cfg.yaml, line 7) has no effect" \
+    "$work/stderr" || die "no note: $(cat "$work/stderr")"
+  ;;
+bad-interface)
+  # A --network-interface this machine lacks is refused before launch, naming it and
+  # the interfaces there are (Hydra would stop with its internals and status 255).
+  export HVDRUN_MPIEXEC="$fakes/fake_mpich"
+  expect_error "--network-interface: this machine has no network interface 'bogus0'; its interfaces are " -- \
+    "$hvdrun" -np 2 -H localhost:2 --network-interface bogus0 prog
+  grep -qE "its interfaces are .*\blo\b" "$work/stderr" || die "lo not named: $(cat "$work/stderr")"
+  ! grep -q "launcher arguments" "$work/stdout" || die "the launcher was started"
+  expect_error "no network interface 'bogus0'" -- "$hvdrun" -np 2 --network-interface lo,bogus0 prog
+  # One that exists runs.
+  "$hvdrun" -np 1 --network-interface lo prog >"$work/stdout" 2>"$work/stderr" ||
+    die "--network-interface lo: status $?: $(cat "$work/stderr")"
+  grep -qx -- "-iface" "$work/stdout" || die "no -iface: $(cat "$work/stdout")"
   ;;
 signal-forwarded)
   # SIGTERM to hvdrun reaches the launcher's process group; the launcher dies of it

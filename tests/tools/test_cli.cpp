@@ -1,9 +1,14 @@
 // The command line: horovodrun's spellings, the command passed through from its
-// first word, and every usage error with its message.
+// first word, every usage error with its message, and Horovod's YAML config file.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "cli.h"
+#include "config_file.h"
 
 #include "cmocka_cpp.h"
 
@@ -242,8 +247,6 @@ void horovodrun_flags_refused(void**) {
   assert_contains(parse_error({"-np", "2", "--blacklist-cooldown-range", "10", "100", "prog"}),
                   "--blacklist-cooldown-range: elastic training");
   assert_contains(parse_error({"-np", "2", "--min-np=1", "prog"}), "--min-np: elastic");
-  assert_contains(parse_error({"-np", "2", "--config-file", "c.yaml", "prog"}),
-                  "--config-file: hvdrun does not read Horovod's YAML");
   assert_contains(parse_error({"-np", "2", "--gloo", "prog"}), "--gloo: libhvd has no Gloo");
   // Unknown options say so, instead of CLI11's "argument was not expected".
   std::string e = parse_error({"-np", "2", "--no-such-flag", "prog"});
@@ -254,6 +257,141 @@ void horovodrun_flags_refused(void**) {
   assert_contains(parse_error({"-np", "1.5", "prog"}), "got '1.5'");
   assert_contains(parse_error({"-np", "2", "--cycle-time-ms", "fast", "prog"}),
                   "--cycle-time-ms expects a number, got 'fast'");
+}
+
+// A config file with the given text, in a folder removed at exit.
+std::string config_with(const std::string& text) {
+  static std::string dir;
+  static int n = 0;
+  if (dir.empty()) {
+    char pattern[] = "/tmp/hvdrun_cli_test.XXXXXX";
+    dir = mkdtemp(pattern);
+    std::atexit([] { std::system(("rm -rf '" + dir + "'").c_str()); });
+  }
+  std::string path = dir + "/cfg" + std::to_string(++n) + ".yaml";
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  return path;
+}
+
+const char kHorovodConfig[] =
+    "# Horovod's example, every section\n"
+    "params:\n"
+    "  fusion_threshold_mb: 32\n"
+    "  cycle_time_ms: 0.5\n"
+    "  cache_capacity: 2048\n"
+    "  hierarchical_allreduce: true\n"
+    "  hierarchical_allgather: false\n"
+    "autotune:\n"
+    "  enabled: true\n"
+    "  log_file: /tmp/autotune.csv\n"
+    "  warmup_samples: 5\n"
+    "  steps_per_sample: 20\n"
+    "  bayes_opt_max_samples: 30\n"
+    "  gaussian_process_noise: 0.5\n"
+    "timeline:\n"
+    "  filename: /tmp/timeline.json\n"
+    "  mark_cycles: yes\n"
+    "stall_check:\n"
+    "  enabled: false\n"
+    "  warning_time_seconds: 120\n"
+    "  shutdown_time_seconds: 600\n"
+    "library_options:\n"
+    "  mpi_threads_disable: false\n"
+    "  num_nccl_streams: 2\n"
+    "  thread_affinity: 0,8\n"
+    "logging:\n"
+    "  level: warning\n"
+    "  with_timestamp: true\n"
+    "controller: mpi\n";
+
+void config_file_keys(void**) {
+  if (!config_files_supported()) {
+    assert_contains(parse_error({"-np", "2", "--config-file", config_with("params: {}\n"), "prog"}),
+                    "this hvdrun was built without libyaml");
+    return;
+  }
+  const std::string path = config_with(kHorovodConfig);
+  auto o = parse_ok({"-np", "2", "--config-file", path, "prog"});
+  const TuningOptions& t = o.tuning;
+  assert_true(*t.fusion_threshold_mb == 32);
+  assert_true(*t.cycle_time_ms == 0.5);
+  assert_int_equal(*t.cache_capacity, 2048);
+  assert_true(*t.hierarchical_allreduce);
+  assert_false(*t.hierarchical_allgather);
+  assert_true(t.autotune);
+  assert_string_equal(t.autotune_log_file->c_str(), "/tmp/autotune.csv");
+  assert_int_equal(*t.autotune_warmup_samples, 5);
+  assert_int_equal(*t.autotune_steps_per_sample, 20);
+  assert_int_equal(*t.autotune_bayes_opt_max_samples, 30);
+  assert_true(*t.autotune_gaussian_process_noise == 0.5);
+  assert_string_equal(t.timeline_filename->c_str(), "/tmp/timeline.json");
+  assert_true(t.timeline_mark_cycles);
+  assert_true(t.no_stall_check);
+  assert_true(*t.stall_check_warning_time_seconds == 120);
+  assert_true(*t.stall_check_shutdown_time_seconds == 600);
+  assert_string_equal(t.thread_affinity->c_str(), "0,8");
+  assert_string_equal(t.log_level->c_str(), "warning");
+  // Keys libhvd has no use for get their flag's note, naming the file and line;
+  // mpi_threads_disable: false is the default and says nothing.
+  assert_int_equal(o.notices.size(), 2);
+  assert_contains(o.notices[0], "library_options.num_nccl_streams (--config-file " + path +
+                                    ", line 24) has no effect: libhvd runs its NCCL operations");
+  assert_contains(o.notices[1], "logging.with_timestamp (--config-file " + path +
+                                    ", line 28) has no effect: libhvd's log lines carry no timestamp");
+
+  // The command line wins over the file, both ways for switches.
+  o = parse_ok({"-np", "2", "--fusion-threshold-mb", "64", "--no-hierarchical-allreduce",
+                "--stall-check", "--no-autotune", "--config-file", path, "--cycle-time-ms", "3",
+                "prog"});
+  assert_true(*o.tuning.fusion_threshold_mb == 64);
+  assert_true(*o.tuning.cycle_time_ms == 3);
+  assert_false(*o.tuning.hierarchical_allreduce);
+  assert_false(o.tuning.no_stall_check);
+  assert_false(o.tuning.autotune);
+  assert_int_equal(*o.tuning.cache_capacity, 2048);  // not given: the file's
+  o = parse_ok({"-np", "2", "--num-nccl-streams", "4", "--config-file", path, "prog"});
+  assert_int_equal(o.notices.size(), 2);  // the flag's note, not the key's too
+  assert_contains(o.notices[0], "--num-nccl-streams has no effect");
+
+  // Empty sections and values leave the defaults, as in Horovod.
+  o = parse_ok({"-np", "2", "--config-file", config_with("params:\n  cycle_time_ms:\nautotune:\n"), "prog"});
+  assert_false(o.tuning.cycle_time_ms.has_value());
+  assert_false(o.tuning.autotune);
+  assert_true(parse_ok({"-np", "2", "--config-file", config_with(""), "prog"}).notices.empty());
+}
+
+void config_file_errors(void**) {
+  if (!config_files_supported()) return;
+  auto error_for = [](const std::string& text) {
+    const std::string path = config_with(text);
+    std::string e = parse_error({"-np", "2", "--config-file", path, "prog"});
+    const std::string prefix = "--config-file " + path + ", line ";
+    assert_contains(e, prefix);
+    return e.substr(e.find(prefix) + prefix.size());
+  };
+  assert_string_equal(error_for("params:\n  fusion_threshold_mb: 32\n  fusion_treshold_mb: 8\n").c_str(),
+                      "3: unknown key 'fusion_treshold_mb' in params (its keys are "
+                      "fusion_threshold_mb, cycle_time_ms, cache_capacity, hierarchical_allreduce, "
+                      "hierarchical_allgather)");
+  assert_contains(error_for("parameters:\n  x: 1\n"),
+                  "2: unknown section 'parameters' (Horovod's are params, autotune, timeline");
+  assert_contains(error_for("\nparams:\n  cycle_time_ms: fast\n"),
+                  "3: params.cycle_time_ms: expects a number, got 'fast'");
+  assert_contains(error_for("params:\n  cycle_time_ms: -1\n"),
+                  "2: params.cycle_time_ms: must be a number from 0 to");
+  assert_contains(error_for("params:\n  cache_capacity: 1.5\n"),
+                  "2: params.cache_capacity: expects a whole number, got '1.5'");
+  assert_contains(error_for("autotune:\n  enabled: maybe\n"),
+                  "2: autotune.enabled: expects true or false, got 'maybe'");
+  assert_contains(error_for("logging:\n  level: loud\n"),
+                  "2: logging.level: must be one of trace, debug");
+  assert_contains(error_for("params: [1, 2]\n"), "1: params must hold keys, not a list");
+  assert_contains(error_for("params:\n  cycle_time_ms: [1\n"), "not valid YAML");
+  assert_contains(error_for("controller: gloo\n"), "1: controller: gloo: --gloo: libhvd has no Gloo");
+  assert_contains(parse_error({"-np", "2", "--config-file", "/no/such.yaml", "prog"}),
+                  "--config-file /no/such.yaml: cannot read it");
 }
 
 void help_is_a_manual(void**) {
@@ -284,6 +422,8 @@ int main(void) {
       cmocka_unit_test(horovodrun_flags_without_effect),
       cmocka_unit_test(horovodrun_flags_refused),
       cmocka_unit_test(help_is_a_manual),
+      cmocka_unit_test(config_file_keys),
+      cmocka_unit_test(config_file_errors),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

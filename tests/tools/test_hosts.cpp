@@ -1,8 +1,11 @@
-// Host lists (-H) and hostfiles: every accepted form and every error message.
+// Host lists (-H) and hostfiles: every accepted form and every error message; the
+// check of --network-interface against this machine's interfaces.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <unistd.h>
 
+#include "host_check.h"
 #include "hosts.h"
 
 #include "cmocka_cpp.h"
@@ -130,6 +133,26 @@ void first_slots_in_order(void**) {
   assert_true(first_slots(hosts, 0).empty());
 }
 
+void network_interfaces_checked(void**) {
+  const std::vector<std::string> here = {"eth0", "ib0", "lo"};
+  assert_true(bool(check_network_interfaces({"eth0"}, here)));
+  assert_true(bool(check_network_interfaces({"ib0", "eth0"}, here)));
+  assert_string_equal(check_network_interfaces({"bogus0"}, here).error().c_str(),
+                      "--network-interface: this machine has no network interface 'bogus0'; "
+                      "its interfaces are eth0, ib0, lo (ip link lists them); nothing was "
+                      "launched");
+  assert_contains(check_network_interfaces({"eth0", "x1", "x2", "x1"}, here).error(),
+                  "no network interface named x1, x2;");
+  // This machine has a loopback interface; ranks run here without hosts, on this
+  // machine's names, and on any names with Hydra's fork launcher.
+  const auto mine = local_interfaces();
+  assert_true(std::find(mine.begin(), mine.end(), "lo") != mine.end());
+  assert_true(ranks_run_here({}, {}));
+  assert_true(ranks_run_here(*parse_host_list("elsewhere:1,localhost:1"), {}));
+  assert_false(ranks_run_here(*parse_host_list("elsewhere:2"), {}));
+  assert_true(ranks_run_here(*parse_host_list("nodeA:2"), {"-launcher", "fork"}));
+}
+
 }  // namespace
 
 int main(void) {
@@ -137,7 +160,7 @@ int main(void) {
       cmocka_unit_test(host_list_forms),   cmocka_unit_test(host_list_errors),
       cmocka_unit_test(host_name_rules),   cmocka_unit_test(hostfile_forms),
       cmocka_unit_test(hostfile_errors),   cmocka_unit_test(hostfile_reading),
-      cmocka_unit_test(first_slots_in_order),
+      cmocka_unit_test(first_slots_in_order), cmocka_unit_test(network_interfaces_checked),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "json_value.h"
+#include "plot_interpreter.h"
 #include "run_summary.h"
 #include "scaling_report.h"
 
@@ -245,6 +246,27 @@ void json_text(void**) {
   assert_true(s->find("a_key_added_later")->find("flag")->boolean());
 }
 
+// --plot's Python: HVDRUN_PYTHON, else the job's interpreter, else python3 from PATH.
+void plot_interpreter_chosen(void**) {
+  for (const char* p : {"python", "python3", "python3.11", "/usr/bin/python3",
+                        "/root/.pyenv/versions/3.11.4/bin/python3.11", "pypy3", "./python"})
+    assert_true(is_python_interpreter(p));
+  for (const char* p : {"train.py", "./train_linear", "python-config", "pythonic", "/usr/bin/env",
+                        "ipython3", "python3-dbg", ""})
+    assert_false(is_python_interpreter(p));
+  PlotInterpreter p = choose_plot_interpreter({"/usr/bin/python3", "train.py"}, nullptr);
+  assert_string_equal(p.program.c_str(), "/usr/bin/python3");
+  assert_string_equal(p.origin.c_str(), "the job's interpreter");
+  p = choose_plot_interpreter({"/usr/bin/python3", "train.py"}, "/opt/py/bin/python");
+  assert_string_equal(p.program.c_str(), "/opt/py/bin/python");
+  assert_string_equal(p.origin.c_str(), "HVDRUN_PYTHON");
+  p = choose_plot_interpreter({"/usr/bin/python3", "train.py"}, "");
+  assert_string_equal(p.program.c_str(), "/usr/bin/python3");
+  p = choose_plot_interpreter({"./train_linear"}, nullptr);
+  assert_string_equal(p.program.c_str(), "python3");
+  assert_string_equal(p.origin.c_str(), "python3 from PATH");
+}
+
 }  // namespace
 
 int main(void) {
@@ -253,6 +275,7 @@ int main(void) {
       cmocka_unit_test(summary_fields),     cmocka_unit_test(summary_errors),
       cmocka_unit_test(efficiency_and_throughput), cmocka_unit_test(cost_model),
       cmocka_unit_test(table_text),         cmocka_unit_test(json_text),
+      cmocka_unit_test(plot_interpreter_chosen),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -10,9 +10,11 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
+#include "base/log.h"
 #include "tune/gaussian_process.h"
 #include "tune/parameter_manager.h"
 #include "tune/step_detector.h"
@@ -470,6 +472,56 @@ void finish_early(void**) {
   assert_true(smooth_peak(pm->params()) == best);
 }
 
+// What fn writes to stderr (through a file, so that nothing is lost in a pipe).
+std::string stderr_of(const std::function<void()>& fn) {
+  std::string path = g_dir + "/stderr.txt";
+  std::fflush(stderr);
+  int saved = dup(2);
+  FILE* f = std::fopen(path.c_str(), "w");
+  dup2(fileno(f), 2);
+  fn();
+  std::fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  std::fclose(f);
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A job too short for one sample leaves a log with only its header: shutdown says so,
+// with the steps a sample needs; a log with samples gets no such line.
+void empty_log_says_why(void**) {
+  set_log_level(LogLevel::Warning);
+  std::string path = g_dir + "/short.csv";
+  TunerConfig c = poor_start();
+  c.log_path = path;
+  c.warmup_samples = 3;
+  c.steps_per_sample = 10;
+  c.windows_per_sample = 3;
+  auto pm = ParameterManager::create(c, nullptr);
+  assert_non_null(pm.get());
+  assert_int_equal(pm->steps_per_sample(), 30);
+  assert_int_equal(pm->steps_before_first_sample(), 120);
+  for (int i = 0; i < 7; ++i) pm->record_step(1000, 0.01);
+  std::string said = stderr_of([&] { pm->finish(); });
+  assert_int_equal(read_lines(path).size(), 1);
+  const std::string want = "autotune: the log '" + path +
+                           "' has no sample: the job ended after 7 steps, and the first "
+                           "sample needs 120 (3 warm-up and 1 measured, 30 steps each: "
+                           "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE=10 times 3 windows)";
+  assert_true(said.find(want) != std::string::npos);
+  assert_int_equal(std::count(said.begin(), said.end(), '\n'), 1);
+
+  c.warmup_samples = 0;
+  c.steps_per_sample = 1;
+  c.windows_per_sample = 1;
+  pm = ParameterManager::create(c, nullptr);
+  for (int i = 0; i < 3; ++i) pm->record_step(1000, 0.01);
+  said = stderr_of([&] { pm->finish(); });
+  assert_true(read_lines(path).size() > 1);
+  assert_true(said.find("has no sample") == std::string::npos);
+}
+
 void csv_log(void**) {
   std::string path = g_dir + "/autotune.csv";
   TunerConfig c = poor_start();
@@ -625,6 +677,7 @@ int main() {
       cmocka_unit_test(finish_early),
       cmocka_unit_test(tiny_budgets),
       cmocka_unit_test(csv_log),
+      cmocka_unit_test(empty_log_says_why),
       cmocka_unit_test(steps_end_when_a_name_returns),
       cmocka_unit_test(steps_seen_through_cache_slots),
       cmocka_unit_test(steps_forget_names_that_stop_coming),

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli_compat.h"
+#include "config_file.h"
 #include "cli_option.h"
 #include "cli_scaling.h"
 
@@ -39,7 +40,8 @@ constexpr const char* kFooter =
     "    HVDRUN_MPIEXEC  the MPI launcher to run instead of the one of libhvd's MPI,\n"
     "                    e.g. /opt/openmpi/bin/mpirun.\n"
     "    HVDRUN_PYTHON   the Python that draws --plot (needs matplotlib); default\n"
-    "                    python3 from PATH.\n"
+    "                    the job's interpreter when the command is one (python3,\n"
+    "                    /usr/bin/python3.11, ...), else python3 from PATH.\n"
     "\n"
     "EXIT STATUS\n"
     "    The job's exit status (128+N when the launcher was killed by signal N, or\n"
@@ -164,6 +166,12 @@ std::unique_ptr<CLI::App> make_app(LaunchOptions& o, std::vector<std::string>& e
 
   const std::string tune = "Tuning (each sets a HOROVOD_* variable in the ranks)";
   auto tuning = [&](CLI::Option* opt) { opt->group(tune); };
+  add_optional(*app, "--config-file", o.config_file,
+               "Horovod's YAML file of these settings (params:, autotune:, timeline:, "
+               "stall_check:, library_options:, logging:); a flag given on the command line "
+               "wins over the file",
+               "FILE");
+  tuning(app->get_option("--config-file"));
   add_optional(*app, "--fusion-threshold-mb", t.fusion_threshold_mb,
                "Largest fused buffer, in MiB (HOROVOD_FUSION_THRESHOLD, in bytes; "
                "default 128; 0 turns fusion off)",
@@ -412,6 +420,16 @@ CliOutcome parse_command_line(const std::vector<std::string>& args) {
   }
 
   LaunchOptions& o = outcome.options;
+  if (o.config_file) {
+    auto entries = read_config_file(*o.config_file);
+    if (!entries) return error(entries.error());
+    auto given = [&app](const std::string& flag) {
+      const CLI::Option* opt = app->get_option_no_throw(flag);
+      return opt && opt->count() > 0;
+    };
+    Status applied = apply_config(*entries, *o.config_file, given, o);
+    if (!applied) return error(applied.error());
+  }
   if (num_proc_text) {
     o.num_proc = parse_whole_number(*num_proc_text);
     if (!o.num_proc)

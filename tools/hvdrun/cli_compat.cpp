@@ -39,9 +39,6 @@ struct RefusedFlag {
 const RefusedFlag kOtherRefusedFlags[] = {
     {"--gloo", "libhvd has no Gloo controller; hvdrun always runs the job on MPI, so leave --gloo out"},
     {"--jsrun", "hvdrun starts jobs with MPICH, Open MPI or Intel MPI, not IBM's jsrun; leave --jsrun out"},
-    {"--config-file",
-     "hvdrun does not read Horovod's YAML parameter files; give each parameter as its flag "
-     "(fusion_threshold_mb: 32 is --fusion-threshold-mb 32)"},
 };
 
 const char kElasticMessage[] =
@@ -86,48 +83,59 @@ std::string refused_flags_help() {
   return text + "\n";
 }
 
+namespace {
+
+// horovodrun's flags that mean nothing for libhvd on MPI, each with why.
+struct IneffectiveFlag {
+  const char* name;
+  const char* value_type;  // nullptr: a switch
+  const char* why;
+};
+const IneffectiveFlag kIneffectiveFlags[] = {
+    {"--start-timeout", "S",
+     "horovodrun's limit on its own checks and task services before the ranks start; "
+     "hvdrun runs none, the MPI launcher starts the ranks"},
+    {"--disable-cache", nullptr,
+     "horovodrun caches its host checks for 60 minutes; hvdrun keeps no cache (it "
+     "checks the hosts at every run). libhvd's response cache: --cache-capacity 0"},
+    {"--gloo-timeout-seconds", "S", "libhvd has no Gloo; it always runs on MPI"},
+    {"--ccl-bgt-affinity", "CORE", "libhvd has no oneCCL backend; it runs on MPI (and NCCL)"},
+    {"--num-nccl-streams", "N", "libhvd runs its NCCL operations on one stream per device"},
+    {"--mpi-threads-disable", nullptr,
+     "libhvd calls MPI from its background thread and needs MPI_THREAD_SERIALIZED or "
+     "higher (it asks for MPI_THREAD_MULTIPLE)"},
+    {"--torus-allreduce", nullptr,
+     "libhvd has no 2D torus allreduce; --hierarchical-allreduce reduces within each "
+     "node first"},
+    {"--log-with-timestamp", nullptr, "libhvd's log lines carry no timestamp"},
+    {"--no-log-hide-timestamp", nullptr, "libhvd's log lines carry no timestamp"},
+};
+
+}  // namespace
+
+std::optional<std::string> ineffective_flag_reason(const std::string& flag) {
+  for (const IneffectiveFlag& f : kIneffectiveFlags)
+    if (flag == f.name) return std::string(f.why);
+  return std::nullopt;
+}
+
 void add_ineffective_horovodrun_flags(CLI::App& app, LaunchOptions& o) {
-  // horovodrun's flags that mean nothing for libhvd on MPI: accepted, so that a
-  // Horovod command line runs unchanged, each with a note saying why it does nothing.
+  // Accepted, so that a Horovod command line runs unchanged, each with a note saying
+  // why it does nothing.
   const std::string compat = "horovodrun flags without effect here (a note says why)";
-  auto note_flag = [&](const std::string& name, const std::string& why) {
-    app.add_flag_callback(
-           name, [&o, name, why] { o.notices.push_back(name + " has no effect: " + why); }, why)
-        ->group(compat);
-  };
-  auto note_option = [&](const std::string& name, const std::string& type, const std::string& why) {
-    app.add_option_function<std::string>(
-           name,
-           [&o, name, why](const std::string&) {
-             o.notices.push_back(name + " has no effect: " + why);
-           },
-           why)
-        ->type_name(type)
-        ->group(compat);
-  };
-  note_option("--start-timeout", "S",
-              "horovodrun's limit on its own checks and task services before the ranks start; "
-              "hvdrun runs none, the MPI launcher starts the ranks");
-  note_flag("--disable-cache",
-            "horovodrun caches its host checks for 60 minutes; hvdrun keeps no cache (it "
-            "checks the hosts at every run). libhvd's response cache: --cache-capacity 0");
-  note_option("--gloo-timeout-seconds", "S", "libhvd has no Gloo; it always runs on MPI");
-  note_option("--num-nccl-streams", "N",
-              "libhvd runs its NCCL operations on one stream per device");
-  note_flag("--mpi-threads-disable",
-            "libhvd calls MPI from its background thread and needs MPI_THREAD_SERIALIZED or "
-            "higher (it asks for MPI_THREAD_MULTIPLE)");
-  app.add_flag_callback(
-         "--no-mpi-threads-disable", [] {}, "The default")
-      ->group(compat);
-  note_flag("--torus-allreduce",
-            "libhvd has no 2D torus allreduce; --hierarchical-allreduce reduces within each "
-            "node first");
-  app.add_flag_callback(
-         "--no-torus-allreduce", [] {}, "The default")
-      ->group(compat);
-  note_flag("--log-with-timestamp", "libhvd's log lines carry no timestamp");
-  note_flag("--no-log-hide-timestamp", "libhvd's log lines carry no timestamp");
+  for (const IneffectiveFlag& f : kIneffectiveFlags) {
+    const std::string name = f.name, why = f.why;
+    auto note = [&o, name, why] { o.notices.push_back(name + " has no effect: " + why); };
+    CLI::Option* opt =
+        f.value_type
+            ? app.add_option_function<std::string>(name, [note](const std::string&) { note(); }, why)
+                  ->type_name(f.value_type)
+            : app.add_flag_callback(name, note, why);
+    opt->group(compat);
+  }
+  // The defaults, spelled out.
+  for (const char* name : {"--no-mpi-threads-disable", "--no-torus-allreduce"})
+    app.add_flag_callback(name, [] {}, "The default")->group(compat);
   app.add_flag_callback(
          "--log-without-timestamp", [] {}, "libhvd's log lines carry no timestamp: nothing to hide")
       ->group(compat);

@@ -18,12 +18,15 @@ namespace hvdrun {
 // "-np 4" is "--num-proc 4" (also -cb, -hostfile, -prefix-timestamp), "=value" kept.
 std::string normalize_alias(const std::string& tok);
 
-// The message for a horovodrun flag hvdrun refuses (elastic training, Gloo, jsrun, a
-// YAML config file), given the flag's name; nothing for any other name.
+// The message for a horovodrun flag hvdrun refuses (elastic training, Gloo, jsrun), given the flag's name; nothing for any other name.
 std::optional<std::string> refused_flag(const std::string& name);
 
 // The manual's section listing every refused flag, from the same list as refused_flag.
 std::string refused_flags_help();
+
+// Why a horovodrun flag without effect here has none (its note, shared with the
+// config file's keys); nothing for any other flag.
+std::optional<std::string> ineffective_flag_reason(const std::string& flag);
 
 // Declares the flags without effect here; giving one adds its note to o.notices.
 void add_ineffective_horovodrun_flags(CLI::App& app, LaunchOptions& o);

@@ -85,6 +85,8 @@ Result<PreparedJob> prepare_job(const LaunchOptions& options, const PlanContext&
   auto plan = make_plan(options, context);
   if (!plan) return R::failure(plan.error());
   for (const auto& w : plan->warnings) std::cerr << "hvdrun: warning: " << w << "\n";
+  if (options.verbose)
+    for (const auto& n : plan->notes) std::cerr << "hvdrun: " << n << "\n";
   auto command = build_command(*plan);
   if (!command) return R::failure(command.error());
   return PreparedJob{std::move(plan).value(), std::move(command).value()};
@@ -123,6 +125,10 @@ int run_prepared_job(const PreparedJob& job, const LaunchOptions& options) {
 
   Status resolvable = check_hosts_resolve(plan.hosts, plan.mpi_args);
   if (!resolvable) return usage_error(resolvable.error());
+  if (!plan.network_interfaces.empty() && ranks_run_here(plan.hosts, plan.mpi_args)) {
+    Status present = check_network_interfaces(plan.network_interfaces, local_interfaces());
+    if (!present) return usage_error(present.error());
+  }
 
   std::cout.flush();
   std::cerr.flush();

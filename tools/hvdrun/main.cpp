@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include <hvd/hvd.h>
@@ -15,6 +16,24 @@
 #include "scaling.h"
 
 extern char** environ;
+
+namespace {
+
+// This install's folder of the `horovod` stand-in, found relative to hvdrun as its
+// RPATH finds libhvd (so that a moved install still finds it); empty when there is none
+// (the build tree, a wheel).
+std::string installed_horovod_compat_dir() {
+  namespace fs = std::filesystem;
+  const std::string from_bin = HVDRUN_HOROVOD_COMPAT_FROM_BIN;
+  if (from_bin.empty()) return "";
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  fs::path dir = fs::weakly_canonical(self.parent_path() / from_bin, ec);
+  return !ec && fs::is_directory(dir / "horovod", ec) ? dir.string() : "";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace hvdrun;
@@ -66,6 +85,7 @@ int main(int argc, char** argv) {
     const char* v = std::getenv(name.c_str());
     return v ? std::optional<std::string>(v) : std::nullopt;
   };
+  context.horovod_compat_dir = installed_horovod_compat_dir();
   for (char** e = environ; *e; ++e) {
     std::string_view entry(*e);
     context.environment_names.emplace_back(entry.substr(0, entry.find('=')));

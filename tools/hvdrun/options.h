@@ -56,6 +56,7 @@ struct LaunchOptions {
   std::optional<std::string> hosts;           // -H text, parsed later
   std::optional<std::string> hostfile;        // --hostfile path
   TuningOptions tuning;
+  std::optional<std::string> config_file;     // --config-file, applied into tuning
   std::vector<EnvForward> env;                // -x, in order
   std::optional<std::string> mpi_args;        // --mpi-args text, split later
   std::optional<std::string> binding_args;    // --binding-args text, split later

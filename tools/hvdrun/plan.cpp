@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "python_path.h"
 #include "shell_words.h"
 
 namespace hvdrun {
@@ -125,6 +126,24 @@ Result<LaunchPlan> make_plan(const LaunchOptions& o, const PlanContext& ctx) {
         plan.forward_names.push_back(e.name);
     } else {
       set_env(plan.rank_env, e.name, *here);
+    }
+  }
+
+  // The ranks' PYTHONPATH (the launcher's, or one -x gave) reaching this install's
+  // packages without its `horovod` stand-in: add the stand-in's folder.
+  if (!ctx.horovod_compat_dir.empty()) {
+    std::optional<std::string> pythonpath;
+    for (const auto& [name, value] : plan.rank_env)
+      if (name == "PYTHONPATH") pythonpath = value;
+    if (!pythonpath && ctx.getenv) pythonpath = ctx.getenv("PYTHONPATH");
+    if (auto with_compat = pythonpath_with_horovod_compat(pythonpath.value_or(""),
+                                                          ctx.horovod_compat_dir)) {
+      set_env(plan.rank_env, "PYTHONPATH", *with_compat);
+      std::erase(plan.forward_names, std::string("PYTHONPATH"));
+      plan.notes.push_back("PYTHONPATH names this install's site folder but not " +
+                           ctx.horovod_compat_dir +
+                           ", which holds its `horovod` (a .pth file adds it only in a site "
+                           "folder Python searches by itself): added for the ranks");
     }
   }
 

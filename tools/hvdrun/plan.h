@@ -36,6 +36,7 @@ struct LaunchPlan {
   bool running_as_root = false;
   std::vector<std::string> command;
   std::vector<std::string> warnings;      // printed, not fatal
+  std::vector<std::string> notes;         // printed with --verbose
 };
 
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
@@ -48,6 +49,8 @@ struct PlanContext {
   // The names set in the launcher's environment; Open MPI ranks on other hosts see
   // only what -x names, so the ones libhvd and its libraries read are forwarded.
   std::vector<std::string> environment_names;
+  // This install's folder of the `horovod` stand-in (python_path.h); empty if none.
+  std::string horovod_compat_dir;
 };
 
 Result<LaunchPlan> make_plan(const LaunchOptions& options, const PlanContext& context);

@@ -1,6 +1,5 @@
 #include "scaling.h"
 
-#include <limits.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -11,7 +10,9 @@
 #include <iostream>
 
 #include "base/atomic_file.h"
+#include "host_check.h"
 #include "job.h"
+#include "plot_interpreter.h"
 #include "scaling_report.h"
 #include "shell_words.h"
 
@@ -46,14 +47,6 @@ class SummaryDir {
  private:
   std::string path_;
 };
-
-bool is_this_machine(const std::string& host) {
-  if (host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1") return true;
-  char name[HOST_NAME_MAX + 1] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return false;
-  std::string self(name);
-  return host == self || self.rfind(host + ".", 0) == 0 || host.rfind(self + ".", 0) == 0;
-}
 
 std::string ranks_text(int64_t n) { return std::to_string(n) + (n == 1 ? " rank" : " ranks"); }
 
@@ -121,11 +114,11 @@ std::string find_plot_script() {
   return "";
 }
 
-// Runs python3 SCRIPT JSON PNG; its status (127 when python3 cannot be run).
-int run_python(const std::string& script, const std::string& json, const std::string& png) {
-  const char* python = std::getenv("HVDRUN_PYTHON");
-  std::string interpreter = python && *python ? python : "python3";
-  std::vector<std::string> words = {interpreter, script, json, png};
+// Runs PYTHON SCRIPT JSON PNG ORIGIN; its status (127 when the interpreter cannot be
+// run).
+int run_python(const PlotInterpreter& python, const std::string& script, const std::string& json,
+               const std::string& png) {
+  std::vector<std::string> words = {python.program, script, json, png, python.origin};
   std::vector<char*> argv;
   for (auto& w : words) argv.push_back(w.data());
   argv.push_back(nullptr);
@@ -137,7 +130,8 @@ int run_python(const std::string& script, const std::string& json, const std::st
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-int draw_plot(const ScalingReport& report, const std::string& png, const std::string& tmp_dir) {
+int draw_plot(const ScalingReport& report, const std::string& png, const std::string& tmp_dir,
+              const std::vector<std::string>& command) {
   std::string script = find_plot_script();
   if (script.empty()) {
     std::cerr << "hvdrun: --plot: hvdrun-scaling-plot.py is not installed beside hvdrun\n";
@@ -149,13 +143,15 @@ int draw_plot(const ScalingReport& report, const std::string& png, const std::st
     std::cerr << "hvdrun: --plot: " << why << "\n";
     return kReportFailed;
   }
-  int status = run_python(script, json, png);
+  const PlotInterpreter python = choose_plot_interpreter(command, std::getenv("HVDRUN_PYTHON"));
+  int status = run_python(python, script, json, png);
   if (status == 127) {
-    std::cerr << "hvdrun: --plot: cannot run python3 (set HVDRUN_PYTHON to an interpreter "
-                 "with matplotlib)\n";
+    std::cerr << "hvdrun: --plot: cannot run " << python.program << " (" << python.origin
+              << "); set HVDRUN_PYTHON to an interpreter with matplotlib\n";
     return kReportFailed;
   }
-  // The script says what went wrong (matplotlib missing, the file not writable).
+  // The script says what went wrong (matplotlib missing, the file not writable), naming
+  // the interpreter and why it was chosen.
   return status == 0 ? 0 : kReportFailed;
 }
 
@@ -226,7 +222,7 @@ int run_scaling(const LaunchOptions& options, const PlanContext& context) {
     std::cerr << "hvdrun: --json: " << why << "\n";
     status = kReportFailed;
   }
-  if (sc.plot_file && draw_plot(report, *sc.plot_file, dir.path()) != 0) status = kReportFailed;
+  if (sc.plot_file && draw_plot(report, *sc.plot_file, dir.path(), options.command) != 0) status = kReportFailed;
   return status;
 }
 
