@@ -44,6 +44,7 @@ void launcher_lines_say_a_connection_was_lost(void**) {
             "  Remote daemon: [[4242,0],1] on node node-7\n\nThis is usually ...\n");
   assert_true(ompi.lost_connection());
   assert_string_equal(ompi.named_node()->c_str(), "node-7");
+  assert_int_equal(*ompi.job_family(), 4242);
 
   LauncherLossLines quiet;
   quiet.feed("Remote daemon: [[1,0],1] on node x\nassert (!closed) failed elsewhere\n");

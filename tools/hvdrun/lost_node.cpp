@@ -5,6 +5,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -57,6 +62,12 @@ void LauncherLossLines::line(std::string_view text) {
       std::string name(text.substr(at + kOnNode.size()));
       while (!name.empty() && (name.back() == ' ' || name.back() == '\r')) name.pop_back();
       if (!name.empty()) node_ = name;
+    }
+    const size_t id = text.find("[[");
+    if (id != std::string_view::npos) {
+      long family = -1;
+      if (std::sscanf(std::string(text.substr(id)).c_str(), "[[%ld,", &family) == 1 && family >= 0)
+        job_family_ = family;
     }
     in_orte_message_ = false;
   }
@@ -163,6 +174,20 @@ std::vector<LostNode> find_lost_nodes(const LauncherLossLines& lines, const std:
     lost.push_back(std::move(node));
   }
   return lost;
+}
+
+void remove_lost_session_dir(const std::string& host, long job_family) {
+  // The name comes from the launcher's text: a path of its own would be no host.
+  if (!host_name_problem(host).empty() || job_family < 0) return;
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string top = std::string(tmp && *tmp ? tmp : "/tmp") + "/ompi." + host + "." +
+                          std::to_string(static_cast<unsigned long>(::getuid()));
+  const std::string mine = top + "/jf." + std::to_string(job_family);
+  struct stat st;
+  if (::lstat(mine.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(mine, ec);
+  ::rmdir(top.c_str());  // only when nothing else is left in it
 }
 
 std::string describe_lost_nodes(const std::vector<LostNode>& lost) {

@@ -43,6 +43,9 @@ class LauncherLossLines {
   bool lost_connection() const { return lost_; }
   // Open MPI: the node its message names.
   const std::optional<std::string>& named_node() const { return node_; }
+  // Open MPI: the job family of the daemon lost ("[[4242,0],1]": 4242), which names
+  // the session directory the job had on that node (ompi.NODE.UID/jf.4242).
+  const std::optional<long>& job_family() const { return job_family_; }
 
  private:
   void line(std::string_view text);
@@ -50,6 +53,7 @@ class LauncherLossLines {
   bool lost_ = false;
   bool in_orte_message_ = false;
   std::optional<std::string> node_;
+  std::optional<long> job_family_;
 };
 
 // The proxy id on a Hydra proxy's command line (NUL-separated words, as in
@@ -100,6 +104,12 @@ std::vector<LostNode> find_lost_nodes(const LauncherLossLines& lines, const std:
                                       const HostList& hosts,
                                       const std::vector<std::vector<int>>& ranks_by_host,
                                       const std::set<int>& ranks_reported);
+
+// Removes Open MPI's session directory of the job on a lost node, where this machine
+// sees it (the node's /tmp is this one's: a node on this machine, a network lab): the
+// node's daemon died before it could. Only $TMPDIR/ompi.HOST.UID/jf.FAMILY, the job's
+// own, owned by this user and not a link; then ompi.HOST.UID if that left it empty.
+void remove_lost_session_dir(const std::string& host, long job_family);
 
 // "host node2 was lost (ranks 2,3)", several joined by "; ".
 std::string describe_lost_nodes(const std::vector<LostNode>& lost);
