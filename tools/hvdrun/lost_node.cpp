@@ -100,16 +100,19 @@ void LauncherChildren::scan() {
   std::ifstream list(task + "/children");
   long pid;
   while (list >> pid) {
-    if (children_.count(static_cast<pid_t>(pid))) continue;
+    // A child read between its fork and its exec shows the launcher's own command
+    // line: read again until it shows a proxy's.
+    auto known = children_.find(static_cast<pid_t>(pid));
+    if (known != children_.end() && (known->second.proxy_id >= 0 || ++known->second.reads > 20))
+      continue;
     std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
     std::stringstream text;
     text << cmd.rdbuf();
     const int id = hydra_proxy_id(text.str());
-    Child child;
+    Child& child = children_[static_cast<pid_t>(pid)];
     child.proxy_id = id;
     // Only the proxies' starters are watched: a pidfd of every child is not needed.
     if (id >= 0) child.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
-    children_[static_cast<pid_t>(pid)] = child;
   }
 }
 
@@ -130,9 +133,13 @@ void LauncherChildren::check() {
       ended_now.push_back(&child);
     }
   }
-  if (ended_now.empty()) return;
-  // Whether the launcher still runs, asked after the children (WNOWAIT: its status
-  // stays for the caller's waitpid): a child seen ended before it ended.
+  if (ended_now.empty() || first_seen_) return;
+  first_seen_ = true;
+  // Only the first to end: the launcher closes its connections as it exits, before
+  // waitid sees it ended, and the proxies of surviving nodes end then. Whether the
+  // launcher still runs is asked after the children (WNOWAIT: its status stays for the
+  // caller's waitpid): a child seen ended before it ended; if it had ended, which child
+  // ended first is not known.
   siginfo_t info{};
   const bool launcher_running =
       ::waitid(P_PID, static_cast<id_t>(launcher_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&

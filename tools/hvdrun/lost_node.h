@@ -74,8 +74,8 @@ class LauncherChildren {
   void scan();
   // The pidfds still to watch.
   std::vector<int> fds() const;
-  // Notes the children that ended; those that ended while the launcher had not yet
-  // ended are the ones whose end it reacted to.
+  // Notes the children that ended: the first seen to end, while the launcher had not
+  // yet ended, are the ones whose end it reacted to.
   void check();
   const std::set<int>& ended_first() const { return ended_first_; }
   bool any_known() const { return !children_.empty(); }
@@ -83,12 +83,14 @@ class LauncherChildren {
  private:
   struct Child {
     int proxy_id = -1;
+    int reads = 1;  // of its command line
     int pidfd = -1;
     bool ended = false;
   };
   pid_t launcher_;
   std::map<pid_t, Child> children_;
   std::set<int> ended_first_;  // proxy ids
+  bool first_seen_ = false;    // some child's end was seen
 };
 
 struct LostNode {
