@@ -60,6 +60,11 @@ void proxy_id_from_command_lines(void**) {
   assert_int_equal(hydra_proxy_id("rsh\0node1\0hydra_pmi_proxy --rmk user --proxy-id 12\0"s), 12);
   assert_int_equal(hydra_proxy_id("mpiexec\0-n\0002\0prog\0"s), -1);
   assert_int_equal(hydra_proxy_id("x\0--proxy-id\0abc\0"s), -1);
+  // Open MPI's daemon k serves host k-1 (vpid 0 is mpirun); its job id names the family.
+  const std::string orted = "rsh\0n1\0orted -mca ess \"env\" -mca ess_base_jobid \"113049600\" "
+                            "-mca ess_base_vpid 2 -mca ess_base_num_procs \"3\"\0"s;
+  assert_int_equal(hydra_proxy_id(orted), 1);
+  assert_int_equal(openmpi_job_family(orted), 113049600 >> 16);
 }
 
 void lost_node_named_from_observations(void**) {

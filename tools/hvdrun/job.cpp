@@ -80,8 +80,9 @@ int report_lost_nodes(const std::vector<LostNode>& lost, const JobOutcome& outco
   if (outcome.first_failure && outcome.first_failure->signal != SIGTERM &&
       outcome.first_failure->signal != SIGKILL)
     std::cerr << "hvdrun: before that, " << describe_rank_exit(*outcome.first_failure) << "\n";
-  if (outcome.loss_lines.job_family())
-    for (const LostNode& node : lost) remove_lost_session_dir(node.host, *outcome.loss_lines.job_family());
+  const long family = outcome.loss_lines.job_family() ? *outcome.loss_lines.job_family() : outcome.job_family;
+  if (plan.flavor == MpiFlavor::OpenMpi)
+    for (const LostNode& node : lost) remove_lost_session_dir(node.host, family);
   const int status = outcome.exit_status != 0 ? outcome.exit_status : 1;
   const char* launcher = plan.flavor == MpiFlavor::OpenMpi ? "mpirun" : "mpiexec";
   std::cerr << "hvdrun: the job failed: " << describe_lost_nodes(lost) << ": "

@@ -187,6 +187,7 @@ int relay_and_wait(pid_t pid, int err_fd, EventFolder* events, bool verbose, Job
     }
   outcome->first_failure = relay.first_failure();
   outcome->proxies_ended_first = children.ended_first();
+  outcome->job_family = children.job_family();
   outcome->ranks_reported = relay.watch().exited();
   *ended_by_hvdrun = terminated_at >= 0;
   return status;

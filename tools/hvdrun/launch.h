@@ -31,6 +31,7 @@ struct JobOutcome {
   // Hydra proxies that ended while the launcher ran, the ranks that reported their exit.
   LauncherLossLines loss_lines;
   std::set<int> proxies_ended_first;
+  long job_family = -1;  // Open MPI: from its daemons' command lines
   std::set<int> ranks_reported;
 };
 

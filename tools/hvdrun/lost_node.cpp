@@ -48,6 +48,10 @@ void LauncherLossLines::line(std::string_view text) {
   if (text.find("control_cb") != std::string_view::npos &&
       text.find("assert (!closed) failed") != std::string_view::npos)
     lost_ = true;
+  // Open MPI's mpirun when a daemon's starter ends (help-plm-base.txt,
+  // daemon-died-no-signal): at start, and for a node lost later.
+  if (text.find("ORTE was unable to reliably start one or more daemons") != std::string_view::npos)
+    lost_ = true;
   // Open MPI's mpirun (help-errmgr-base.txt, node-died).
   if (text.find("ORTE has lost communication with a remote daemon") != std::string_view::npos) {
     lost_ = true;
@@ -73,21 +77,39 @@ void LauncherLossLines::line(std::string_view text) {
   }
 }
 
-int hydra_proxy_id(std::string_view cmdline) {
+namespace {
+
+// The number after the word `key` in a command line; -1 if none.
+long number_after(std::string_view cmdline, std::string_view key) {
   std::string all(cmdline);
   for (char& c : all)
     if (c == '\0' || c == '"' || c == '\'') c = ' ';
   std::istringstream in(all);
   std::string word;
   while (in >> word) {
-    if (word != "--proxy-id") continue;
+    if (word != key) continue;
     std::string id;
-    if (!(in >> id) || id.empty() || id.size() > 9 ||
+    if (!(in >> id) || id.empty() || id.size() > 12 ||
         id.find_first_not_of("0123456789") != std::string::npos)
       return -1;
-    return std::stoi(id);
+    return std::stol(id);
   }
   return -1;
+}
+
+}  // namespace
+
+int hydra_proxy_id(std::string_view cmdline) {
+  const long id = number_after(cmdline, "--proxy-id");
+  if (id >= 0) return static_cast<int>(id);
+  // Open MPI's daemon: vpid 0 is mpirun itself; daemon k serves the k-th host.
+  const long vpid = number_after(cmdline, "ess_base_vpid");
+  return vpid >= 1 ? static_cast<int>(vpid - 1) : -1;
+}
+
+long openmpi_job_family(std::string_view cmdline) {
+  const long jobid = number_after(cmdline, "ess_base_jobid");
+  return jobid >= 0 ? jobid >> 16 : -1;
 }
 
 LauncherChildren::~LauncherChildren() {
@@ -111,6 +133,7 @@ void LauncherChildren::scan() {
     const int id = hydra_proxy_id(text.str());
     Child& child = children_[static_cast<pid_t>(pid)];
     child.proxy_id = id;
+    if (id >= 0 && openmpi_job_family(text.str()) >= 0) job_family_ = openmpi_job_family(text.str());
     // Only the proxies' starters are watched: a pidfd of every child is not needed.
     if (id >= 0) child.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
   }

@@ -59,7 +59,10 @@ class LauncherLossLines {
 // The proxy id on a Hydra proxy's command line (NUL-separated words, as in
 // /proc/PID/cmdline): the word after "--proxy-id", also inside a word that a remote
 // shell gets whole. -1 if none.
+// Open MPI's daemons likewise: `-mca ess_base_vpid K` (K >= 1) is K-1.
 int hydra_proxy_id(std::string_view cmdline);
+// Open MPI: the job family from a daemon's `-mca ess_base_jobid J` (J >> 16); -1 if none.
+long openmpi_job_family(std::string_view cmdline);
 
 // The launcher's children that start Hydra's proxies, and which of them ended while
 // the launcher still ran. Watched through pidfds, which poll() reports readable when
@@ -79,6 +82,8 @@ class LauncherChildren {
   void check();
   const std::set<int>& ended_first() const { return ended_first_; }
   bool any_known() const { return !children_.empty(); }
+  // Open MPI: the job's family, from its daemons' command lines; -1 if none seen.
+  long job_family() const { return job_family_; }
 
  private:
   struct Child {
@@ -91,6 +96,7 @@ class LauncherChildren {
   std::map<pid_t, Child> children_;
   std::set<int> ended_first_;  // proxy ids
   bool first_seen_ = false;    // some child's end was seen
+  long job_family_ = -1;
 };
 
 struct LostNode {
