@@ -161,8 +161,16 @@ int run_prepared_job(const PreparedJob& job, const LaunchOptions& options) {
               << " (" << strsignal(outcome.launcher_crash_signal)
               << "), a fault of the MPI launcher; hvdrun killed the job's processes left on this host\n";
   if (!outcome.forwarded_signal) {
+    // Open MPI's daemon k serves the k-th host only when mpirun's own host is not one
+    // of them (its ranks there are mpirun's): then no daemon is taken for a host.
+    std::set<int> ended_first = outcome.proxies_ended_first;
+    char here[256] = "";
+    ::gethostname(here, sizeof here - 1);
+    if (plan.flavor == MpiFlavor::OpenMpi)
+      for (const HostSlots& h : plan.hosts)
+        if (h.host == "localhost" || h.host == here || h.host.rfind("127.", 0) == 0) ended_first.clear();
     const auto lost = find_lost_nodes(
-        outcome.loss_lines, outcome.proxies_ended_first, plan.hosts,
+        outcome.loss_lines, ended_first, plan.hosts,
         planned_ranks_by_host(plan.hosts, plan.num_proc, plan.flavor, plan.binding_args.has_value()),
         outcome.ranks_reported);
     if (!lost.empty()) return report_lost_nodes(lost, outcome, plan);
