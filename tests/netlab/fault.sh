@@ -4,9 +4,13 @@
 #                                      never finish, and only libhvd's watchdog ends
 #                                      the job (HVD_OP_TIMEOUT_SECONDS)
 #   fault.sh NETLAB WORKER node-loss   every process of node 1 is killed
+#   HVDRUN=path fault.sh ...           the same job through hvdrun; after node-loss,
+#                                      hvdrun's last line names the lost node and its
+#                                      rank ("host NODE was lost (rank 1)")
 # Passes when the job ends non-zero within the op timeout plus kSlack seconds of the
 # fault (link-down: with a stderr line "libhvd: watchdog: ..." naming
-# HVD_OP_TIMEOUT_SECONDS and the tensor), and no process is left on any node.
+# HVD_OP_TIMEOUT_SECONDS and the tensor), and no process is left on any node; through
+# hvdrun, nor an Open MPI session directory of the job's (/tmp/ompi.NODE.UID/...).
 set -eu
 
 netlab=$1 worker=$2 fault=$3
@@ -34,9 +38,19 @@ fail() {
   exit 1
 }
 
+# Open MPI's session directories of the lab's nodes before the job: the job's own are
+# those that appear.
+session_dirs() {
+  for node in $("$netlab" nodes "$NETLAB_DIR"); do
+    ls -d "${TMPDIR:-/tmp}/ompi.$node."*/* 2>/dev/null || true
+  done
+}
+sessions_before=$(session_dirs)
+
 mkfifo "$NETLAB_DIR/ready"
+if [ -n "${HVDRUN:-}" ]; then how=hvdrun flag=-np; else how=mpiexec flag=-n; fi
 HVD_OP_TIMEOUT_SECONDS=$op_timeout HOROVOD_STALL_CHECK_TIME_SECONDS=60 \
-  "$netlab" mpiexec "$NETLAB_DIR" 1 -n 2 "$worker" "$NETLAB_DIR/ready" \
+  "$netlab" "$how" "$NETLAB_DIR" 1 $flag 2 "$worker" "$NETLAB_DIR/ready" \
   > "$NETLAB_DIR/job.out" 2> "$NETLAB_DIR/job.err" &
 job=$!
 
@@ -68,6 +82,15 @@ if [ "$fault" = link-down ]; then
   [ -n "$line" ] || fail "no stderr line starting 'libhvd: watchdog:' with HVD_OP_TIMEOUT_SECONDS and '$tensor'"
   echo "watchdog said: $line"
 fi
+if [ -n "${HVDRUN:-}" ] && [ "$fault" = node-loss ]; then
+  lost=$("$netlab" nodes "$NETLAB_DIR" | sed -n 2p)
+  last=$(tail -n 1 "$NETLAB_DIR/job.err")
+  echo "hvdrun's last line: $last"
+  case $last in
+    "hvdrun: the job failed: host $lost was lost (rank 1)"*) ;;
+    *) fail "hvdrun's last line does not say 'the job failed: host $lost was lost (rank 1)'" ;;
+  esac
+fi
 
 waited=0
 while [ -n "$("$netlab" pids "$NETLAB_DIR")" ]; do
@@ -78,3 +101,13 @@ while [ -n "$("$netlab" pids "$NETLAB_DIR")" ]; do
   sleep 0.1; waited=$((waited + 1))
 done
 echo "no process left on any node"
+
+left=$(session_dirs | grep -vxF "$sessions_before" || true)
+if [ -z "${HVDRUN:-}" ]; then
+  # mpirun itself leaves its lost daemon's: this test's own, removed.
+  [ -z "$left" ] || { echo "mpirun left $left; removed"; rm -rf $left; }
+  for d in $left; do rmdir "${d%/*}" 2>/dev/null || true; done
+  exit 0
+fi
+[ -z "$left" ] || fail "session directories of the job left behind: $left"
+echo "no session directory of the job left behind"

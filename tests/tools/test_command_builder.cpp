@@ -82,7 +82,7 @@ void mpich_commands(void**) {
                         ctx),
                "mpiexec", "-n", "2", "-iface", "eth0", "-outfile-pattern", "logs/rank.%r.stdout",
                "-errfile-pattern", "logs/rank.%r.stderr", "-genv", "NCCL_SOCKET_IFNAME",
-               "eth0,ib0", "prog");
+               "eth0,ib0", "-genv", "UCX_NET_DEVICES", "eth0,ib0", "prog");
   // ssh settings reach Hydra's ssh through its environment.
   auto plan = plan_for({"-np", "2", "-p", "2222", "-i", "/k/id", "prog"}, ctx);
   assert_true(plan.ok());
@@ -110,7 +110,8 @@ void openmpi_commands(void**) {
                         context(MpiFlavor::OpenMpi, true)),
                "mpirun", "--allow-run-as-root", "-np", "1", "-H", "localhost:1", "--bind-to",
                "socket", "-mca", "btl_tcp_if_include", "eth0", "-mca", "plm_rsh_args", "-p 2222",
-               "--output-filename", "out:nocopy", "-x", "NCCL_SOCKET_IFNAME=eth0", "-x", "PATH", "prog");
+               "--output-filename", "out:nocopy", "-x", "NCCL_SOCKET_IFNAME=eth0", "-x", "UCX_NET_DEVICES=eth0",
+               "-x", "PATH", "prog");
   // Open MPI can oversubscribe when asked.
   assert_words(argv_for({"-np", "3", "-H", "a:1", "--mpi-args", "--oversubscribe", "prog"}, ctx),
                "mpirun", "-np", "3", "-H", "a:1", "--bind-to", "none", "--map-by", "slot", "-x",

@@ -73,6 +73,25 @@ bool output_reader_gone() {
   return false;
 }
 
+// The last line names the lost hosts and their ranks. A rank that failed on its own
+// is said first; one killed by a signal (Open MPI's mpirun ends the survivors with
+// SIGTERM once it lost a daemon) is the launcher's cleanup, not the cause.
+int report_lost_nodes(const std::vector<LostNode>& lost, const JobOutcome& outcome, const LaunchPlan& plan) {
+  if (outcome.first_failure && outcome.first_failure->signal != SIGTERM &&
+      outcome.first_failure->signal != SIGKILL)
+    std::cerr << "hvdrun: before that, " << describe_rank_exit(*outcome.first_failure) << "\n";
+  const long family = outcome.loss_lines.job_family() ? *outcome.loss_lines.job_family() : outcome.job_family;
+  if (plan.flavor == MpiFlavor::OpenMpi)
+    for (const LostNode& node : lost) remove_lost_session_dir(node.host, family);
+  const int status = outcome.exit_status != 0 ? outcome.exit_status : 1;
+  const char* launcher = plan.flavor == MpiFlavor::OpenMpi ? "mpirun" : "mpiexec";
+  std::cerr << "hvdrun: the job failed: " << describe_lost_nodes(lost) << ": "
+            << (lost.size() == 1 ? "its processes ended" : "their processes ended")
+            << " without a word and " << launcher << " lost its connection to "
+            << (lost.size() == 1 ? "it" : "them") << "; exiting with status " << status << "\n";
+  return status;
+}
+
 }  // namespace
 
 int usage_error(const std::string& message) {
@@ -147,6 +166,21 @@ int run_prepared_job(const PreparedJob& job, const LaunchOptions& options) {
     std::cerr << "hvdrun: " << launched.argv[0] << " itself died of signal " << outcome.launcher_crash_signal
               << " (" << strsignal(outcome.launcher_crash_signal)
               << "), a fault of the MPI launcher; hvdrun killed the job's processes left on this host\n";
+  if (!outcome.forwarded_signal) {
+    // Open MPI's daemon k serves the k-th host only when mpirun's own host is not one
+    // of them (its ranks there are mpirun's): then no daemon is taken for a host.
+    std::set<int> ended_first = outcome.proxies_ended_first;
+    char here[256] = "";
+    ::gethostname(here, sizeof here - 1);
+    if (plan.flavor == MpiFlavor::OpenMpi)
+      for (const HostSlots& h : plan.hosts)
+        if (h.host == "localhost" || h.host == here || h.host.rfind("127.", 0) == 0) ended_first.clear();
+    const auto lost = find_lost_nodes(
+        outcome.loss_lines, ended_first, plan.hosts,
+        planned_ranks_by_host(plan.hosts, plan.num_proc, plan.flavor, plan.binding_args.has_value()),
+        outcome.ranks_reported);
+    if (!lost.empty()) return report_lost_nodes(lost, outcome, plan);
+  }
   if (outcome.first_failure && !outcome.forwarded_signal) {
     // The launcher's own summary may blame a rank it killed while cleaning up.
     const RankExit& failed = *outcome.first_failure;

@@ -117,6 +117,9 @@ void read_event_files(EventFolder& events, bool verbose, JobWatch* watch) {
 int relay_and_wait(pid_t pid, int err_fd, EventFolder* events, bool verbose, JobOutcome* outcome,
                    bool* ended_by_hvdrun) {
   StderrRelay relay;
+  // Hydra's proxies, watched for the one whose end the launcher reacts to.
+  LauncherChildren children(pid);
+  double scanned_at = -1;
   bool open = true, exited = false;
   int status = 0;
   double failed_at = -1, terminated_at = -1, exited_at = -1, signalled_at = -1;
@@ -131,20 +134,25 @@ int relay_and_wait(pid_t pid, int err_fd, EventFolder* events, bool verbose, Job
       }
     }
     if (exited && monotonic_seconds() - exited_at > kDrainSeconds) break;
-    if (!open) {
-      // Output is done; wait for the launcher itself, still ending it if asked.
-      pollfd none{};
-      ::poll(&none, 0, 100);
-    } else {
-      pollfd p{err_fd, POLLIN, 0};
-      int ready = ::poll(&p, 1, 100);
-      if (ready > 0) {
-        ssize_t n = ::read(err_fd, buf, sizeof buf);
-        if (n > 0) {
-          write_all(STDERR_FILENO, relay.feed(std::string_view(buf, static_cast<size_t>(n))));
-        } else if (n == 0 || errno != EINTR) {
-          open = false;
-        }
+    // The launcher's new children, at most every 100 ms: proxies start with the job.
+    if (!exited && monotonic_seconds() - scanned_at > 0.1) {
+      children.scan();
+      scanned_at = monotonic_seconds();
+    }
+    std::vector<pollfd> fds;
+    if (open) fds.push_back({err_fd, POLLIN, 0});
+    for (int fd : children.fds()) fds.push_back({fd, POLLIN, 0});
+    // Output is done: wait for the launcher itself, still ending it if asked.
+    int ready = ::poll(fds.data(), static_cast<nfds_t>(fds.size()), 100);
+    children.check();
+    if (open && ready > 0 && fds[0].revents) {
+      ssize_t n = ::read(err_fd, buf, sizeof buf);
+      if (n > 0) {
+        const std::string text = relay.feed(std::string_view(buf, static_cast<size_t>(n)));
+        outcome->loss_lines.feed(text);
+        write_all(STDERR_FILENO, text);
+      } else if (n == 0 || errno != EINTR) {
+        open = false;
       }
     }
     if (events) read_event_files(*events, verbose, &relay.watch());
@@ -171,11 +179,16 @@ int relay_and_wait(pid_t pid, int err_fd, EventFolder* events, bool verbose, Job
     }
     if (!exited) kill_job_deaf_to_signal(pid, &signalled_at, &killed);
   }
-  write_all(STDERR_FILENO, relay.finish());
+  const std::string rest = relay.finish();
+  outcome->loss_lines.feed(rest + "\n");
+  write_all(STDERR_FILENO, rest);
   if (!exited)
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
   outcome->first_failure = relay.first_failure();
+  outcome->proxies_ended_first = children.ended_first();
+  outcome->job_family = children.job_family();
+  outcome->ranks_reported = relay.watch().exited();
   *ended_by_hvdrun = terminated_at >= 0;
   return status;
 }

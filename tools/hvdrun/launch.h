@@ -12,6 +12,7 @@
 
 #include "command_builder.h"
 #include "event_files.h"
+#include "lost_node.h"
 #include "rank_exit.h"
 
 namespace hvdrun {
@@ -26,6 +27,12 @@ struct JobOutcome {
   // to end a failed job: the launcher crashed (Open MPI's mpirun has segfaulted while
   // relaying several ranks' MPI_Abort). What it left of the job here has been killed.
   int launcher_crash_signal = 0;
+  // watch_ranks: what was seen of a node lost (lost_node.h): the launcher's lines, the
+  // Hydra proxies that ended while the launcher ran, the ranks that reported their exit.
+  LauncherLossLines loss_lines;
+  std::set<int> proxies_ended_first;
+  long job_family = -1;  // Open MPI: from its daemons' command lines
+  std::set<int> ranks_reported;
 };
 
 // events: with watch_ranks, where the rank monitors write their markers as files

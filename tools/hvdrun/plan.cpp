@@ -101,6 +101,10 @@ Result<LaunchPlan> make_plan(const LaunchOptions& o, const PlanContext& ctx) {
     std::string joined;
     for (const auto& name : plan.network_interfaces) joined += (joined.empty() ? "" : ",") + name;
     set_env(plan.rank_env, "NCCL_SOCKET_IFNAME", joined);
+    // UCX (MPICH's ch4:ucx, Open MPI's pml ucx) otherwise opens every interface it
+    // finds, whatever Hydra's -iface or Open MPI's btl_tcp_if_include say. A UCX RDMA
+    // device has a name of its own (mlx5_0:1): -x UCX_NET_DEVICES=... below wins.
+    set_env(plan.rank_env, "UCX_NET_DEVICES", joined);
   }
 
   // horovodrun --tcp: NCCL stays off InfiniBand (what horovodrun sets for every MPI but

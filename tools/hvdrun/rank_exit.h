@@ -78,6 +78,8 @@ class JobWatch {
   void rank_exited(const RankExit& exit);
   void rank_began_init(int rank);
   const std::optional<RankExit>& first_failure() const { return first_; }
+  // The ranks whose monitors reported their exit.
+  const std::set<int>& exited() const { return exited_; }
   // True once, when a failure has just been seen for the first time.
   bool take_new_failure();
 
