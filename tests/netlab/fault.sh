@@ -6,11 +6,13 @@
 #   fault.sh NETLAB WORKER node-loss   every process of node 1 is killed
 # Passes when the job ends non-zero within the op timeout plus kSlack seconds of the
 # fault (link-down: with a stderr line "libhvd: watchdog: ..." naming
-# HVD_OP_TIMEOUT_SECONDS and the tensor), and no process is left on any node.
+# HVD_OP_TIMEOUT_SECONDS and the tensor, and before it the warning that the allreduce
+# has been in flight past the stall warning time), and no process is left on any node.
 set -eu
 
 netlab=$1 worker=$2 fault=$3
 op_timeout=4     # HVD_OP_TIMEOUT_SECONDS given to the job
+stall_warn=1     # HOROVOD_STALL_CHECK_TIME_SECONDS: the in-flight warning comes first
 # Waits, scaled for slow machines by HVD_TEST_TIMEOUT_MULTIPLIER (scripts/run-tests.sh).
 m=${HVD_TEST_TIMEOUT_MULTIPLIER:-1}
 slack=$((10 * m))         # seconds beyond it: the launcher's cleanup on a loaded machine
@@ -35,7 +37,7 @@ fail() {
 }
 
 mkfifo "$NETLAB_DIR/ready"
-HVD_OP_TIMEOUT_SECONDS=$op_timeout HOROVOD_STALL_CHECK_TIME_SECONDS=60 \
+HVD_OP_TIMEOUT_SECONDS=$op_timeout HOROVOD_STALL_CHECK_TIME_SECONDS=$stall_warn \
   "$netlab" mpiexec "$NETLAB_DIR" 1 -n 2 "$worker" "$NETLAB_DIR/ready" \
   > "$NETLAB_DIR/job.out" 2> "$NETLAB_DIR/job.err" &
 job=$!
@@ -67,6 +69,10 @@ if [ "$fault" = link-down ]; then
   line=$(grep '^libhvd: watchdog:' "$NETLAB_DIR/job.err" | grep 'HVD_OP_TIMEOUT_SECONDS' | grep -F "$tensor" | head -n 1)
   [ -n "$line" ] || fail "no stderr line starting 'libhvd: watchdog:' with HVD_OP_TIMEOUT_SECONDS and '$tensor'"
   echo "watchdog said: $line"
+  warning=$(grep -F "WARNING: allreduce of tensor '$tensor'" "$NETLAB_DIR/job.err" |
+    grep 'has been in flight for' | grep 'HVD_OP_TIMEOUT_SECONDS' | tail -n 1)
+  [ -n "$warning" ] || fail "no warning that the allreduce of '$tensor' has been in flight past HOROVOD_STALL_CHECK_TIME_SECONDS=$stall_warn"
+  echo "last warning: $warning"
 fi
 
 waited=0
