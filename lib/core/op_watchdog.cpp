@@ -220,15 +220,15 @@ void OpWatchdog::run() {
     if (stop_ || !active_) continue;
     const double now = now_seconds();
     const Seen seen = look(now);
+    // A round that waits on another set's ranks is theirs to end (see the header).
+    const bool others_decide = !batch_ && !elsewhere_.empty();
+    if (timeout_s_ > 0 && seen.still_s >= timeout_s_ && !others_decide)
+      fire(seen);  // with the lock held: the op stays put
     if (warn_s_ > 0 && seen.elapsed_s >= warn_s_ &&
         (last_warning_ == 0 || now - last_warning_ >= warn_s_)) {
       warn(seen);
       last_warning_ = now;
     }
-    // A round that waits on another set's ranks is theirs to end (see the header).
-    const bool others_decide = !batch_ && !elsewhere_.empty();
-    if (timeout_s_ > 0 && seen.still_s >= timeout_s_ && !others_decide)
-      fire(seen);  // with the lock held: the op stays put
   }
 }
 

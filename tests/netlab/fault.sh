@@ -49,6 +49,7 @@ if ! timeout "$start_bound" head -n 1 "$NETLAB_DIR/ready" > /dev/null; then
 fi
 
 t0=$(now)
+before=$(wc -c < "$NETLAB_DIR/job.err")  # what the job said before the fault
 case $fault in
   link-down) "$netlab" link-down "$NETLAB_DIR" 1 ;;
   node-loss) "$netlab" kill "$NETLAB_DIR" 1 ;;
@@ -69,10 +70,13 @@ if [ "$fault" = link-down ]; then
   line=$(grep '^libhvd: watchdog:' "$NETLAB_DIR/job.err" | grep 'HVD_OP_TIMEOUT_SECONDS' | grep -F "$tensor" | head -n 1)
   [ -n "$line" ] || fail "no stderr line starting 'libhvd: watchdog:' with HVD_OP_TIMEOUT_SECONDS and '$tensor'"
   echo "watchdog said: $line"
-  warning=$(grep -F "WARNING: allreduce of tensor '$tensor'" "$NETLAB_DIR/job.err" |
+  # The stuck rank's allreduce, or its peer's negotiation round for the next one.
+  warning=$(tail -c +$((before + 1)) "$NETLAB_DIR/job.err" | grep -F "'$tensor'" |
     grep 'has been in flight for' | grep 'HVD_OP_TIMEOUT_SECONDS' | tail -n 1)
-  [ -n "$warning" ] || fail "no warning that the allreduce of '$tensor' has been in flight past HOROVOD_STALL_CHECK_TIME_SECONDS=$stall_warn"
+  [ -n "$warning" ] || fail "no warning after the fault that the allreduce of '$tensor' has been in flight past HOROVOD_STALL_CHECK_TIME_SECONDS=$stall_warn"
   echo "last warning: $warning"
+  echo "--- the job's lines after the fault"
+  tail -c +$((before + 1)) "$NETLAB_DIR/job.err" | grep -E 'libhvd|WARNING' | head -n 20
 fi
 
 waited=0
