@@ -49,9 +49,9 @@ constexpr int kWatchdogExitStatus = 124;
 class OpWatchdog {
  public:
   // timeout_s <= 0: never ends the job; warn_s <= 0: no warnings; both: off (no
-  // thread; begin/end do nothing). abort_device is called on
-  // the watchdog thread before MPI_Abort (may be empty); describe_pending, there too,
-  // names the tensors a stuck negotiation round was for. Both run while the
+  // thread; begin/end do nothing). abort_device is called on the watchdog thread
+  // before MPI_Abort (may be empty); describe_pending, there too (for the line and
+  // each warning), names the tensors a negotiation round is for. Both run while the
   // background thread is held inside the bracket, so they may read its state.
   OpWatchdog(double timeout_s, double warn_s, int world_rank, const ProcessSetTable* sets,
              std::function<void()> abort_device, std::function<std::string()> describe_pending);
