@@ -55,7 +55,9 @@ BackgroundLoop::BackgroundLoop(Runtime& runtime)
                           runtime.local_rank == 0 ? runtime.cross : MPI_COMM_NULL},
                runtime.node_of, runtime.local_rank_of, runtime.rank, &runtime.counters),
       watchdog_(
-          runtime.params.op_timeout_s, runtime.rank, &runtime.sets,
+          runtime.params.op_timeout_s,
+          runtime.params.stall_check_disable ? 0.0 : runtime.params.stall_check_time_s,
+          runtime.rank, &runtime.sets,
           [this] {
             if (device_) device_->abort_communicators();
           },
@@ -283,6 +285,8 @@ void BackgroundLoop::run_batches(std::span<const Response> ready,
                              static_cast<int64_t>(static_cast<double>(bytes) * bus_factor(spec.op, n)));
       start = monotonic_ns();
     }
+    if (auto set = rt_.sets.find(ready[batch.items.front()].spec.process_set); set && !set->member())
+      watchdog_.note_elsewhere(&batch, &ready_);
     watchdog_.begin(&batch, &ready_);
     const int64_t peer_wait_ns = await_arrivals(ready[batch.items.front()].spec.process_set);
     executor_.run(batch, ready_, controller_);

@@ -116,8 +116,14 @@ const std::vector<ParamDef>& defs() {
       P_BOOL("HOROVOD_STALL_CHECK_DISABLE", stall_check_disable, 0,
              "Turn the stall inspector off"),
       P_DOUBLE("HVD_OP_TIMEOUT_SECONDS", op_timeout_s, 600, 0, 1e9,
-               "End the job (MPI_Abort, exit status 124) when a collective every rank "
-               "submitted has not finished after this many seconds; 0 never"),
+               "End the job (MPI_Abort, exit status 124) when a collective every rank submitted "
+               "has made no progress (no chunk or piece completed) for this many seconds; 0 never"),
+      P_DOUBLE("HVD_FINALIZE_TIMEOUT_SECONDS", finalize_timeout_s, 30, 0, 1e9,
+               "At exit, stop waiting for libhvd's MPI_Finalize after this many seconds (a "
+               "peer or the launcher unreachable) and exit with the process's status; 0 never"),
+      P_INT("HVD_TEST_PROGRESS_DELAY_MS", test_progress_delay_ms, 0, 0, 60000,
+            "For tests, not users: pause this many milliseconds after each chunk of a "
+            "collective, so that it progresses slowly"),
       P_INT("HVD_EXIT_NOTICE_FD", exit_notice_fd, -1, -1, 1 << 20,
             "Set by hvdrun's rank monitor, not by users: where this process reports that "
             "hvd_init began and when it began to exit (-1: none)"),

@@ -49,6 +49,12 @@ struct Params {
   // as PyTorch's NCCL process groups: far above any healthy collective (a 10 GB
   // allreduce over 10 Gbit/s takes about 20 s), far below a hang's cost.
   double op_timeout_s = 600.0;
+  // At exit, how long libhvd's own MPI_Finalize may take: it waits on every peer and
+  // on the launcher, and one that became unreachable after the work was done held the
+  // process for ever. 30 s: a healthy finalize takes milliseconds.
+  double finalize_timeout_s = 30.0;
+  // Tests only: a pause after each chunk of a collective (base/op_progress.h).
+  int64_t test_progress_delay_ms = 0;
   // Set by hvdrun's rank monitor: where libhvd writes the time this process began to
   // exit, so hvdrun can tell the rank that failed first from ranks that failed
   // because of it (an exit's own shutdown and MPI_Finalize take time). -1: none.

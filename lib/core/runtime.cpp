@@ -4,12 +4,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <mutex>
 
+#include "base/op_progress.h"
 #include "base/spin_lock.h"
 #include "core/background.h"
 #include "core/enqueue.h"
@@ -101,6 +103,42 @@ bool on_background_thread() {
   return g_runtime && g_runtime->thread.get_id() == std::this_thread::get_id();
 }
 
+// HVD_FINALIZE_TIMEOUT_SECONDS and the world's shape, read at init for the exit handler.
+double g_finalize_timeout_s = 30.0;
+int g_world_rank = -1;
+int g_world_size = 0;
+
+// MPI_Finalize waits on every peer and on the launcher's process manager; one that
+// became unreachable after the work was done (its node off the launcher's network)
+// held the process there for ever, silently. A helper thread ends the process with
+// its intended status when the finalize has not returned in time. Detached and
+// leaked: the process may end while it still waits.
+void finalize_mpi_bounded(int status) {
+  auto* done = new std::atomic<bool>(false);
+  const double limit = g_finalize_timeout_s;
+  if (limit > 0) {
+    std::thread([done, limit, status] {
+      for (double waited = 0; waited < limit; waited += 0.1) {
+        usleep(100 * 1000);
+        if (done->load()) return;
+      }
+      char line[512];
+      const int n = std::snprintf(
+          line, sizeof line,
+          "libhvd: rank %d: gave up waiting for MPI_Finalize after %g s "
+          "(HVD_FINALIZE_TIMEOUT_SECONDS): it waits on the launcher's process manager or a "
+          "peer among the job's %d ranks that is unreachable (MPI does not say which); "
+          "exiting with status %d without it\n",
+          g_world_rank, limit, g_world_size, status);
+      ssize_t written = write(STDERR_FILENO, line, static_cast<size_t>(std::max(n, 0)));
+      (void)written;
+      _exit(status);
+    }).detach();
+  }
+  MPI_Finalize();
+  done->store(true);
+}
+
 // Registered with on_exit (glibc), which passes the status given to exit().
 void finalize_at_exit(int status, void*) {
   if (g_forked_child) return;  // the parent's MPI and runtime: not this process's to end
@@ -109,9 +147,7 @@ void finalize_at_exit(int status, void*) {
   runtime_shutdown();
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (g_we_initialized_mpi && !finalized) {
-    MPI_Finalize();
-  }
+  if (g_we_initialized_mpi && !finalized) finalize_mpi_bounded(status);
 }
 
 // The application's own MPI_Finalize while libhvd still runs, where the application
@@ -242,6 +278,8 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
   Params params = load_params_from_env(&warnings);
   set_log_level(params.log_level);
   g_exit_notice_fd = static_cast<int>(params.exit_notice_fd);
+  g_finalize_timeout_s = params.finalize_timeout_s;
+  op_progress().test_delay_us.store(params.test_progress_delay_ms * 1000);
   send_init_notice();
 
   int initialized = 0, finalized = 0;
@@ -283,6 +321,8 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
   g_ever_initialized = true;
   int world_size = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  g_world_size = world_size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_world_rank);
   HVD_RETURN_IF_ERROR(check_launcher_agrees(world_size));
   mpi_types_init();
 

@@ -9,12 +9,14 @@
 #                                      rank ("host NODE was lost (rank 1)")
 # Passes when the job ends non-zero within the op timeout plus kSlack seconds of the
 # fault (link-down: with a stderr line "libhvd: watchdog: ..." naming
-# HVD_OP_TIMEOUT_SECONDS and the tensor), and no process is left on any node; through
-# hvdrun, nor an Open MPI session directory of the job's (/tmp/ompi.NODE.UID/...).
+# HVD_OP_TIMEOUT_SECONDS and the tensor, and before it the warning that the allreduce
+# has been in flight past the stall warning time), and no process is left on any node;
+# through hvdrun, nor an Open MPI session directory of the job's (/tmp/ompi.NODE.UID/...).
 set -eu
 
 netlab=$1 worker=$2 fault=$3
 op_timeout=4     # HVD_OP_TIMEOUT_SECONDS given to the job
+stall_warn=1     # HOROVOD_STALL_CHECK_TIME_SECONDS: the in-flight warning comes first
 # Waits, scaled for slow machines by HVD_TEST_TIMEOUT_MULTIPLIER (scripts/run-tests.sh).
 m=${HVD_TEST_TIMEOUT_MULTIPLIER:-1}
 slack=$((10 * m))         # seconds beyond it: the launcher's cleanup on a loaded machine
@@ -49,7 +51,7 @@ sessions_before=$(session_dirs)
 
 mkfifo "$NETLAB_DIR/ready"
 if [ -n "${HVDRUN:-}" ]; then how=hvdrun flag=-np; else how=mpiexec flag=-n; fi
-HVD_OP_TIMEOUT_SECONDS=$op_timeout HOROVOD_STALL_CHECK_TIME_SECONDS=60 \
+HVD_OP_TIMEOUT_SECONDS=$op_timeout HOROVOD_STALL_CHECK_TIME_SECONDS=$stall_warn \
   "$netlab" "$how" "$NETLAB_DIR" 1 $flag 2 "$worker" "$NETLAB_DIR/ready" \
   > "$NETLAB_DIR/job.out" 2> "$NETLAB_DIR/job.err" &
 job=$!
@@ -61,6 +63,7 @@ if ! timeout "$start_bound" head -n 1 "$NETLAB_DIR/ready" > /dev/null; then
 fi
 
 t0=$(now)
+before=$(wc -c < "$NETLAB_DIR/job.err")  # what the job said before the fault
 case $fault in
   link-down) "$netlab" link-down "$NETLAB_DIR" 1 ;;
   node-loss) "$netlab" kill "$NETLAB_DIR" 1 ;;
@@ -81,6 +84,13 @@ if [ "$fault" = link-down ]; then
   line=$(grep '^libhvd: watchdog:' "$NETLAB_DIR/job.err" | grep 'HVD_OP_TIMEOUT_SECONDS' | grep -F "$tensor" | head -n 1)
   [ -n "$line" ] || fail "no stderr line starting 'libhvd: watchdog:' with HVD_OP_TIMEOUT_SECONDS and '$tensor'"
   echo "watchdog said: $line"
+  # The stuck rank's allreduce, or its peer's negotiation round for the next one.
+  warning=$(tail -c +$((before + 1)) "$NETLAB_DIR/job.err" | grep -F "'$tensor'" |
+    grep 'has been in flight for' | grep 'HVD_OP_TIMEOUT_SECONDS' | tail -n 1)
+  [ -n "$warning" ] || fail "no warning after the fault that the allreduce of '$tensor' has been in flight past HOROVOD_STALL_CHECK_TIME_SECONDS=$stall_warn"
+  echo "last warning: $warning"
+  echo "--- the job's lines after the fault"
+  tail -c +$((before + 1)) "$NETLAB_DIR/job.err" | grep -E 'libhvd|WARNING' | head -n 20
 fi
 if [ -n "${HVDRUN:-}" ] && [ "$fault" = node-loss ]; then
   lost=$("$netlab" nodes "$NETLAB_DIR" | sed -n 2p)

@@ -10,6 +10,18 @@
  *                                            for inside MPI: the watchdog
  *                                            (HVD_OP_TIMEOUT_SECONDS=3) ends the job
  *                                            with its line and status 124
+ *   fault_driver watchdog slow HVDRUN WORKER  3 ranks; ranks 0 and 1 allreduce 16 MiB
+ *                                            on a set of their own, a chunk every 0.5 s
+ *                                            (HVD_TEST_PROGRESS_DELAY_MS), for longer than
+ *                                            HVD_OP_TIMEOUT_SECONDS=3; rank 2 waits for
+ *                                            them. Passes when the job succeeds and
+ *                                            the in-flight warning was printed
+ *   fault_driver finalize HVDRUN WORKER       3 ranks; after hvd_shutdown rank 1 stops
+ *                                            (SIGSTOP) instead of exiting, and the
+ *                                            others' MPI_Finalize waits for it: with
+ *                                            HVD_FINALIZE_TIMEOUT_SECONDS=2 they exit
+ *                                            with their own status 0, saying so (the
+ *                                            job's status is the launcher's)
  *   fault_driver before-init HVDRUN WORKER   3 ranks; rank 1 exits with status 3
  *                                            before hvd_init, the others wait in it
  *   fault_driver after-init HVDRUN WORKER    3 ranks; rank 1 exits with status 3 in
@@ -102,6 +114,8 @@ static pid_t read_pid(int rank) {
 
 /* hvdrun's stderr, kept in the scratch directory so the message can be checked. */
 static char g_stderr_path[300];
+/* More -x NAME=VALUE arguments for hvdrun (NULL-terminated). */
+static const char* g_env[8];
 
 static pid_t start_job(const char* hvdrun, const char* worker, const char* np,
                        const char* const* extra) {
@@ -118,8 +132,12 @@ static pid_t start_job(const char* hvdrun, const char* worker, const char* np,
     sigprocmask(SIG_SETMASK, &none, NULL);
     char hosts[32];
     snprintf(hosts, sizeof hosts, "localhost:%s", np);
-    const char* argv[24] = {hvdrun, "-np", np, "-H", hosts, "-x", "HVD_OP_TIMEOUT_SECONDS=3"};
+    const char* argv[32] = {hvdrun, "-np", np, "-H", hosts, "-x", "HVD_OP_TIMEOUT_SECONDS=3"};
     int n = 7;
+    for (int i = 0; g_env[i] && n < 19; ++i) {
+      argv[n++] = "-x";
+      argv[n++] = g_env[i];
+    }
     argv[n++] = worker;
     argv[n++] = g_dir;
     for (int i = 0; extra && extra[i] && n < 23; ++i) argv[n++] = extra[i];
@@ -199,7 +217,25 @@ static int line_has(const char* line, const char* what) {
 
 /* Checks of the stderr text for the modes that expect a message. */
 static void check_message(const char* mode, const char* text) {
-  if (strcmp(mode, "watchdog") == 0) {
+  if (strcmp(mode, "watchdog-slow") == 0) {
+    if (line_starting(text, "libhvd: watchdog:")) fail("%s", "the watchdog ended a job that progressed");
+    const char* needed[] = {"allreduce of tensor 'watchdog.slow'", "process set 1 (ranks 0, 1)",
+                            "has been in flight for", "bytes done", "HVD_OP_TIMEOUT_SECONDS"};
+    const char* line = strstr(text, "WARNING: allreduce of tensor 'watchdog.slow'");
+    if (!line) fail("%s", "no in-flight warning for 'watchdog.slow'");
+    for (size_t i = 0; i < sizeof needed / sizeof needed[0]; ++i)
+      if (!line_has(line, needed[i])) fail("the in-flight warning lacks '%s'", needed[i]);
+    /* Rank 2 waits in negotiation for the set's ranks, and says so. */
+    line = strstr(text, "it waits for ranks busy in allreduce of tensor 'watchdog.slow'");
+    if (!line) fail("%s", "rank 2 did not say it waits for the set's ranks");
+  } else if (strcmp(mode, "finalize") == 0) {
+    const char* line = line_starting(text, "libhvd: rank ");
+    if (!line || !line_has(line, "gave up waiting for MPI_Finalize"))
+      fail("%s", "no line saying libhvd gave up waiting for MPI_Finalize");
+    const char* needed[] = {"HVD_FINALIZE_TIMEOUT_SECONDS", "3 ranks", "exiting with status 0"};
+    for (size_t i = 0; i < sizeof needed / sizeof needed[0]; ++i)
+      if (!line_has(line, needed[i])) fail("the finalize line lacks '%s'", needed[i]);
+  } else if (strcmp(mode, "watchdog") == 0) {
     const char* line = line_starting(text, "libhvd: watchdog:");
     if (!line) fail("%s", "no line starting with 'libhvd: watchdog:'");
     const char* needed[] = {"HVD_OP_TIMEOUT_SECONDS", "allgather", "'watchdog.gather'",
@@ -219,6 +255,7 @@ int main(int argc, char** argv) {
   const char* np = "2";
   const char* extra[4] = {NULL};
   int want_status = -1;  /* -1: any non-zero */
+  int any_status = 0;     /* the job ends by itself, with whatever status */
   if (argc == 5 && strcmp(mode, "kill-rank") == 0) {
     victim = atoi(argv[2]);
     hvdrun = argv[3];
@@ -226,6 +263,19 @@ int main(int argc, char** argv) {
   } else if (argc == 4 && strcmp(mode, "sigint") == 0) {
     hvdrun = argv[2];
     worker = argv[3];
+  } else if (argc == 5 && strcmp(mode, "watchdog") == 0 && strcmp(argv[2], "slow") == 0) {
+    hvdrun = argv[3];
+    worker = argv[4];
+    np = "3";
+    mode = "watchdog-slow";
+    extra[0] = "slow-op";
+    extra[1] = "0";
+    extra[2] = "16";
+    g_env[0] = "HVD_TEST_PROGRESS_DELAY_MS=500";
+    g_env[1] = "HVD_ALLREDUCE_CHUNK_BYTES=1M";
+    g_env[2] = "HVD_FAR_CORES=never";
+    g_env[3] = "HOROVOD_STALL_CHECK_TIME_SECONDS=1";
+    want_status = 0;
   } else if (argc == 5 && strcmp(mode, "watchdog") == 0) {
     hvdrun = argv[3];
     worker = argv[4];
@@ -234,6 +284,18 @@ int main(int argc, char** argv) {
     extra[1] = "1";
     extra[2] = argv[2];
     want_status = 124;
+  } else if (argc == 4 && strcmp(mode, "finalize") == 0) {
+    hvdrun = argv[2];
+    worker = argv[3];
+    np = "3";
+    extra[0] = "stop-at-exit";
+    extra[1] = "1";
+    extra[2] = "0";
+    g_env[0] = "HVD_FINALIZE_TIMEOUT_SECONDS=2";
+    /* The job's status is the launcher's: Hydra kills the stopped rank (9) once the
+       others have exited without finalizing; the line carries their own status. */
+    want_status = 0;
+    any_status = 1;
   } else if (argc == 4 && (strcmp(mode, "before-init") == 0 || strcmp(mode, "after-init") == 0)) {
     hvdrun = argv[2];
     worker = argv[3];
@@ -244,7 +306,8 @@ int main(int argc, char** argv) {
     want_status = 3;
   } else {
     fprintf(stderr, "usage: fault_driver kill-rank R HVDRUN WORKER | sigint HVDRUN WORKER |\n"
-                    "       watchdog stop|sleep HVDRUN WORKER | before-init|after-init HVDRUN WORKER\n");
+                    "       watchdog stop|sleep|slow HVDRUN WORKER | finalize HVDRUN WORKER |\n"
+                    "       before-init|after-init HVDRUN WORKER\n");
     return 2;
   }
   const int self_ending = want_status >= 0;
@@ -282,9 +345,12 @@ int main(int argc, char** argv) {
   }
   g_hvdrun = -1;
   const double exited = now() - t0;
-  if (WIFEXITED(status)) {
+  if (any_status) {
+    printf("hvdrun ended (status %d) after %.2f s\n", status, exited);
+  } else if (WIFEXITED(status)) {
     printf("hvdrun exited with status %d after %.2f s\n", WEXITSTATUS(status), exited);
-    if (WEXITSTATUS(status) == 0) fail("%s", "hvdrun reported success after the fault");
+    if (WEXITSTATUS(status) == 0 && want_status != 0)
+      fail("%s", "hvdrun reported success after the fault");
     if (want_status >= 0 && WEXITSTATUS(status) != want_status) {
       read_stderr();
       fail("%s", "hvdrun's status is not the failing rank's");

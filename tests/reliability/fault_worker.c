@@ -6,6 +6,13 @@
  * running for ever.
  *
  *   fault_worker DIR
+ *   fault_worker DIR stuck-op R stop|sleep   rank R never finishes an allgather
+ *   fault_worker DIR stop-at-exit R 0        after hvd_shutdown rank R stops (SIGSTOP)
+ *                                            instead of exiting; the others exit, and
+ *                                            their MPI_Finalize waits for it
+ *   fault_worker DIR slow-op 0 N             ranks 0 and 1 allreduce N MiB on a set of
+ *                                            their own, slowly (HVD_TEST_PROGRESS_DELAY_MS);
+ *                                            the others wait for them in negotiation
  */
 #include <signal.h>
 #include <stdio.h>
@@ -69,9 +76,53 @@ static int stuck_op(const char* dir, int stuck_rank, int stop) {
   return 5;
 }
 
+/* Ranks 0 and 1 allreduce mib MiB on their own process set while it progresses
+   slowly; rank 2 meanwhile waits in a barrier. Nothing may end the job. */
+static int slow_op(const char* dir, int mib) {
+  const int rank = hvd_rank();
+  const int pair[2] = {0, 1};
+  int32_t set = -1;
+  if (hvd_add_process_set(pair, 2, &set) != HVD_SUCCESS) {
+    fprintf(stderr, "fault_worker: hvd_add_process_set: %s\n", hvd_last_error());
+    return 1;
+  }
+  announce(dir, rank);
+  if (rank <= 1) {
+    const int64_t count = (int64_t)mib * 1024 * 1024 / 4;
+    float* buf = malloc((size_t)count * sizeof(float));
+    if (!buf) return 1;
+    for (int64_t i = 0; i < count; ++i) buf[i] = (float)(rank + 1);
+    hvd_op_options_t options;
+    hvd_op_options_init(&options);
+    options.process_set_id = set;
+    hvd_handle_t handle;
+    hvd_status_t st = hvd_allreduce_async(buf, buf, count, HVD_FLOAT32, HVD_OP_SUM,
+                                          "watchdog.slow", &options, &handle);
+    if (st == HVD_SUCCESS) st = hvd_wait(handle);
+    if (st != HVD_SUCCESS) {
+      fprintf(stderr, "fault_worker rank %d: the slow allreduce failed: %s\n", rank, hvd_last_error());
+      return 1;
+    }
+    for (int64_t i = 0; i < count; ++i)
+      if (buf[i] != 3.0f) {
+        fprintf(stderr, "fault_worker rank %d: element %lld is %g, want 3\n", rank, (long long)i, buf[i]);
+        return 1;
+      }
+    free(buf);
+  }
+  /* Rank 2's barrier waits for ranks 0 and 1 in its negotiation rounds all along. */
+  if (hvd_barrier(HVD_GLOBAL_PROCESS_SET) != HVD_SUCCESS) {
+    fprintf(stderr, "fault_worker rank %d: hvd_barrier: %s\n", rank, hvd_last_error());
+    return 1;
+  }
+  fprintf(stderr, "fault_worker rank %d: done\n", rank);
+  return hvd_shutdown() == HVD_SUCCESS ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   if (argc != 2 && argc != 5) {
-    fprintf(stderr, "usage: fault_worker DIR [before-init|after-init R CODE | stuck-op R stop|sleep]\n");
+    fprintf(stderr, "usage: fault_worker DIR [before-init|after-init R CODE | stuck-op R stop|sleep |\n"
+                    "                         slow-op 0 MIB | stop-at-exit R 0]\n");
     return 2;
   }
   const char* mode = argc == 5 ? argv[2] : "loop";
@@ -89,6 +140,16 @@ int main(int argc, char** argv) {
     float warm = 1;
     hvd_allreduce(&warm, &warm, 1, HVD_FLOAT32, HVD_OP_SUM, "watchdog.warmup");
     return stuck_op(argv[1], mode_rank, strcmp(argv[4], "stop") == 0);
+  }
+  if (strcmp(mode, "slow-op") == 0) return slow_op(argv[1], atoi(argv[4]));
+  if (strcmp(mode, "stop-at-exit") == 0) {
+    announce(argv[1], rank);
+    if (hvd_shutdown() != HVD_SUCCESS) {
+      fprintf(stderr, "fault_worker rank %d: hvd_shutdown: %s\n", rank, hvd_last_error());
+      return 1;
+    }
+    if (rank == mode_rank) raise(SIGSTOP);
+    return 0;  /* libhvd's exit handler calls MPI_Finalize */
   }
   static float buf[kCount];
   const time_t start = time(NULL);

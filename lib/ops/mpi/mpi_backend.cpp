@@ -4,6 +4,7 @@
 #include <climits>
 
 #include "base/dtype.h"
+#include "base/op_progress.h"
 #include "ops/mpi/mpi_types.h"
 #include "ops/mpi/ring_allreduce.h"
 
@@ -36,6 +37,7 @@ Error MpiBackend::allreduce_on(MPI_Comm comm, const void* send, void* recv, int6
     const void* in = send == recv ? MPI_IN_PLACE : static_cast<const char*>(send) + off * esize;
     int rc = MPI_Allreduce(in, out, n, type, mpi_op, comm);
     if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Allreduce");
+    note_op_progress(static_cast<int64_t>(n) * static_cast<int64_t>(esize));
     if (finish) (*finish)(off, n);
   }
   // A ring allreduce sends 2 (n-1)/n of the buffer from each rank.
@@ -114,6 +116,7 @@ Error MpiBackend::allreduce_scattered(int64_t count, hvd_dtype_t dtype, hvd_redu
         },
         [&](int64_t o, int64_t k, const void* src) { operand.deliver(offset + o, k, src); }};
     HVD_RETURN_IF_ERROR(ring_allreduce(comm.mpi, n, dtype, op, piece, &ring_buffers_));
+    note_op_progress(n * static_cast<int64_t>(dtype_size(dtype)));
   }
   if (comm.size > 1)
     counters_->global_bytes.fetch_add(
@@ -136,6 +139,7 @@ Error MpiBackend::broadcast(void* buffer, int64_t count, hvd_dtype_t dtype, int 
     int n = static_cast<int>(std::min(chunk, bytes - off));
     int rc = MPI_Bcast(static_cast<char*>(buffer) + off, n, MPI_BYTE, root, comm.mpi);
     if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Bcast");
+    note_op_progress(n);
   }
   if (comm.rank == root)
     counters_->global_bytes.fetch_add(static_cast<uint64_t>(bytes), std::memory_order_relaxed);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/dtype.h"
+#include "base/op_progress.h"
 #include "ops/mpi/mpi_backend.h"
 #include "ops/mpi/mpi_types.h"
 
@@ -38,6 +39,8 @@ Error ring_allreduce(MPI_Comm comm, int64_t count, hvd_dtype_t dtype, hvd_reduce
     int rc = MPI_Sendrecv(from, static_cast<int>(seg.length(sent) * esize), MPI_BYTE, next, kTag,
                           into, static_cast<int>(seg.length(received) * esize), MPI_BYTE, prev,
                           kTag, comm, MPI_STATUS_IGNORE);
+    // A step moves 1/size of the piece each way; 2 (size - 1) steps make the piece.
+    if (rc == MPI_SUCCESS) note_op_progress(0);
     return rc == MPI_SUCCESS ? Error::success() : mpi_error(rc, "MPI_Sendrecv (ring allreduce)");
   };
   // Reduce-scatter: at step s each rank sends segment rank - s (its partial result)
