@@ -39,10 +39,25 @@ make_venv() {  # DIR MPICC [LDFLAGS]
       --no-binary=mpi4py mpi4py
   fi
 }
+# TensorFlow, for hvd.tensorflow's tests, in a venv of its own: it brings its own numpy
+# and must not see Debian's packages (nor their torch). No mpi4py: libhvd is loaded by
+# ctypes, for either MPI.
+make_tf_venv() {  # DIR
+  local dir=$1
+  if [[ ! -x $dir/bin/python ]]; then
+    /usr/bin/python3 -m venv "$dir"
+  fi
+  if ! "$dir/bin/python" -c "import tensorflow, pytest" 2>/dev/null; then
+    "$dir/bin/pip" install -q --no-cache-dir tensorflow-cpu==2.21.0 pytest
+  fi
+}
 # The two builds of mpi4py take a minute or more each on one core: side by side.
 make_venv .venv mpicc.mpich &
 mpich_venv=$!
+make_tf_venv .venv-tf &
+tf_venv=$!
 # Debian's Open MPI keeps libmpi.so out of the default search path for the linker.
 make_venv .venv-openmpi mpicc.openmpi -L/usr/lib/x86_64-linux-gnu/openmpi/lib
 wait "$mpich_venv"
+wait "$tf_venv"
 echo "libhvd dependencies installed"

@@ -1,15 +1,15 @@
 """Clear ImportErrors for the parts of Horovod that libhvd's stand-in does not provide.
 
-A finder on sys.meta_path answers imports of those modules (horovod.tensorflow, ...)
+A finder on sys.meta_path answers imports of those modules (horovod.keras, ...)
 with why they are missing and what to do, instead of a bare "No module named".
 """
 import importlib.abc
 import sys
 
 _MISSING = {
-    "horovod.tensorflow": "libhvd binds PyTorch only",
-    "horovod.keras": "libhvd binds PyTorch only",
-    "horovod.mxnet": "libhvd binds PyTorch only",
+    "horovod.tensorflow.keras": "libhvd binds PyTorch and TensorFlow's core API, not Keras yet",
+    "horovod.keras": "libhvd binds PyTorch and TensorFlow's core API, not Keras yet",
+    "horovod.mxnet": "libhvd binds PyTorch and TensorFlow only",
     "horovod.spark": "libhvd launches jobs with hvdrun over MPI, not on Spark clusters",
     "horovod.ray": "libhvd launches jobs with hvdrun over MPI, not on Ray clusters",
 }
@@ -17,7 +17,8 @@ _MISSING = {
 
 def _message(fullname, top):
     return (f"{fullname} is not available in libhvd's horovod stand-in ({_MISSING[top]}); "
-            "it provides horovod.torch, horovod.common and horovod.run. Install Horovod "
+            "it provides horovod.torch, horovod.tensorflow, horovod.common and horovod.run. "
+            "Install Horovod "
             "itself for the rest: it takes precedence over the stand-in.")
 
 

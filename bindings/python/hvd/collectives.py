@@ -1,7 +1,8 @@
 """Collectives over numpy arrays.
 
 Zero-copy: libhvd reads and writes the arrays' own memory (an input that is not
-C-contiguous is copied once first). Each operation exists as a blocking call, an
+C-contiguous is copied once first). Every output array the operations allocate is
+64-byte aligned (hvd/_aligned.py), so that a framework can adopt it without a copy. Each operation exists as a blocking call, an
 `_async` call returning a Handle (complete it with synchronize(handle) or
 handle.wait()), and, where the output has the input's shape, an in-place `_` form.
 Arrays must not be modified or freed while their operation is in flight; the handle
@@ -14,6 +15,7 @@ every rank. `dtype=hvd.bfloat16` treats 16-bit raw data as bfloat16.
 import numpy as np
 
 from . import _capi, _raw, dtypes
+from ._aligned import aligned_bytes, aligned_empty, aligned_empty_like
 from .basics import Average, process_set_id, reduce_op
 from ._capi import lib
 from ._refusal import announces_refusal
@@ -65,7 +67,7 @@ def _set_size(process_set):
 def _host_factory(nbytes, device):
     if device != _capi.HVD_DEVICE_CPU:
         raise ValueError("numpy outputs live in host memory")
-    buf = np.empty(max(nbytes, 1), dtype=np.uint8)
+    buf = aligned_bytes(nbytes)
     return buf, buf.ctypes.data
 
 
@@ -73,7 +75,7 @@ def _rows_view(owner, dtype, dim0, row_shape):
     shape = (dim0,) + tuple(row_shape)
     count = int(np.prod(shape, dtype=np.int64))
     if owner is None or count == 0:
-        return np.empty(shape, dtype=dtype)
+        return aligned_empty(shape, dtype)
     return owner[:count * dtype.itemsize].view(dtype).reshape(shape)
 
 
@@ -86,7 +88,7 @@ def allreduce_async(array, op=Average, name=None, prescale_factor=1.0, postscale
     src = _input(array, "allreduce")
     code = dtypes.from_numpy(src.dtype, dtype)
     if out is None:
-        out = np.empty_like(src)
+        out = aligned_empty_like(src)
     else:
         out = _inplace(out, "allreduce")
         if out.shape != src.shape or out.dtype != src.dtype:
@@ -155,7 +157,7 @@ def grouped_allreduce_async(arrays, op=Average, name=None, prescale_factor=1.0,
     shapes = [np.shape(a) for a in arrays]
     srcs = [_input(a, "grouped_allreduce") for a in arrays]
     code = _group_dtype(srcs, dtype, "grouped_allreduce")
-    outs = [np.empty_like(s) for s in srcs]
+    outs = [aligned_empty_like(s) for s in srcs]
     opts = _options(process_set, prescale_factor, postscale_factor)
     return _raw.grouped_allreduce([s.ctypes.data for s in srcs], [o.ctypes.data for o in outs],
                                   [s.size for s in srcs], code,
@@ -208,7 +210,9 @@ def broadcast_(array, root_rank, name=None, process_set=None, dtype=None):
 
 @announces_refusal("broadcast")
 def broadcast_async(array, root_rank, name=None, process_set=None, dtype=None):
-    copy = np.array(_input(array, "broadcast"), order="C", copy=True)
+    src = _input(array, "broadcast")
+    copy = aligned_empty_like(src)
+    np.copyto(copy, src)
     return broadcast_async_(copy, root_rank, name, process_set, dtype)
 
 
@@ -278,7 +282,13 @@ def alltoall_async(array, splits=None, name=None, process_set=None, dtype=None):
     return _raw.alltoall(src.ctypes.data, src.shape, code, splits, name, opts, _host_factory,
                          _set_size(process_set), src,
                          lambda owner, dim0, rs: (_rows_view(owner, np_dtype, dim0, row_shape),
-                                                  np.array(rs, dtype=np.int64)))
+                                                  _aligned_splits(rs)))
+
+
+def _aligned_splits(received_splits):
+    out = aligned_empty(len(received_splits), np.int64)
+    out[:] = received_splits
+    return out
 
 
 def alltoall(array, splits=None, name=None, process_set=None, dtype=None):
@@ -302,7 +312,7 @@ def _scatter_output(src, process_set):
     set_rank = lib.hvd_process_set_rank(set_id)
     set_size = lib.hvd_process_set_size(set_id)
     rows = lib.hvd_reducescatter_rows(src.shape[0], set_rank, set_size) if set_rank >= 0 else 0
-    return np.empty((max(rows, 0),) + src.shape[1:], dtype=src.dtype)
+    return aligned_empty((max(rows, 0),) + src.shape[1:], src.dtype)
 
 
 @announces_refusal("reducescatter")

@@ -1,29 +1,9 @@
 """Gradient compression applied around allreduce (Horovod's Compression)."""
 import torch
 
+from ..compression import Compressor, NoneCompressor
 
-class Compressor:
-    """compress(tensor) -> (tensor_to_send, ctx); decompress(tensor, ctx) -> tensor."""
-
-    @staticmethod
-    def compress(tensor):
-        raise NotImplementedError
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        raise NotImplementedError
-
-
-class NoneCompressor(Compressor):
-    """Sends tensors as they are."""
-
-    @staticmethod
-    def compress(tensor):
-        return tensor, None
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        return tensor
+__all__ = ["Compressor", "NoneCompressor", "FP16Compressor", "Compression"]
 
 
 class FP16Compressor(Compressor):

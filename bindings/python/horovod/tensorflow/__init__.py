@@ -1,0 +1,10 @@
+"""horovod.tensorflow on libhvd: everything hvd.tensorflow provides, under Horovod's
+names (horovod.tensorflow.keras is not provided yet)."""
+from hvd.tensorflow import *  # noqa: F401,F403 - the whole API is the point
+from hvd.tensorflow import (Compression, DistributedGradientTape,  # noqa: F401
+                            HorovodInternalError, ProcessSet, global_process_set)
+
+
+def __getattr__(name):
+    from .._unavailable import missing_attribute
+    raise missing_attribute(__name__, name)

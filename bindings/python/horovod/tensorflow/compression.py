@@ -1,0 +1,3 @@
+"""horovod.tensorflow.compression on libhvd."""
+from hvd.tensorflow.compression import (Compression, Compressor,  # noqa: F401
+                                        FP16Compressor, NoneCompressor)

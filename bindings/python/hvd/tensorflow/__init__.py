@@ -1,0 +1,59 @@
+"""Horovod's TensorFlow 2 API on libhvd.
+
+    import hvd.tensorflow as hvd     # or, unchanged: import horovod.tensorflow as hvd
+    hvd.init()
+    with tf.GradientTape() as tape:
+        loss = ...
+    tape = hvd.DistributedGradientTape(tape)
+    grads = tape.gradient(loss, variables)
+    hvd.broadcast_variables(variables, root_rank=0)
+
+Nothing is compiled against TensorFlow: the collectives run on host memory through the
+numpy layer, eagerly or inside tf.function (as tf.numpy_function), with whichever
+TensorFlow 2 the environment has.
+"""
+try:
+    import tensorflow as _tf  # noqa: F401 - fail here, with what to do
+except ImportError as _error:
+    raise ImportError(f"hvd.tensorflow needs TensorFlow 2 ({_error}); install it, for "
+                      "example pip install tensorflow-cpu") from _error
+
+from ..basics import (Adasum, Average, Max, Min, Product, ProcessSet, Sum, add_process_set,
+                      barrier, cross_rank, cross_size, cuda_built, global_process_set,
+                      gpu_device, init, is_homogeneous, is_initialized, local_rank, local_size,
+                      mark_step, mpi_built, mpi_enabled, nccl_built, rank, remove_process_set,
+                      shutdown, size, start_timeline, step_stats, stop_timeline)
+from ..errors import HvdError
+from .compression import Compression
+from .functions import allgather_object, broadcast_object, broadcast_variables
+from .gradient_tape import DistributedGradientTape
+from .mpi_ops import (allgather, allreduce, alltoall, broadcast, grouped_allreduce,
+                      grouped_broadcast, reducescatter)
+
+# Horovod's name for failures of collective operations.
+HorovodInternalError = HvdError
+
+
+def mpi_threads_supported():
+    """libhvd drives MPI from one background thread; user threads never call MPI."""
+    return True
+
+
+def gloo_enabled():
+    return False
+
+
+def gloo_built():
+    return False
+
+
+def rocm_built():
+    return False
+
+
+def ddl_built():
+    return False
+
+
+def ccl_built():
+    return False
