@@ -159,9 +159,10 @@ int run_prepared_job(const PreparedJob& job, const LaunchOptions& options) {
     return kNoLauncher;
   }
   // `hvdrun ... | head`: the reader closed the pipe and the launcher, writing the ranks'
-  // output to it, died of SIGPIPE. Not a fault: hvdrun ends quietly with the status a
-  // shell gives any program stopped that way, as other Unix tools do.
-  if (outcome.launcher_crash_signal == SIGPIPE && output_reader_gone()) return 128 + SIGPIPE;
+  // output to it, died: of SIGPIPE (Hydra), or of SIGSEGV (Open MPI 4.1's mpirun ignores
+  // SIGPIPE and crashes on the failed write). Not a fault: hvdrun ends quietly with the
+  // status a shell gives any program stopped that way, as other Unix tools do.
+  if (outcome.launcher_crash_signal && output_reader_gone()) return 128 + SIGPIPE;
   if (outcome.launcher_crash_signal)
     std::cerr << "hvdrun: " << launched.argv[0] << " itself died of signal " << outcome.launcher_crash_signal
               << " (" << strsignal(outcome.launcher_crash_signal)
