@@ -359,6 +359,33 @@ def hwloc_built():
     return lib.hvd_hwloc_built() == 1
 
 
+# What Horovod's front ends ask of the build: libhvd has one MPI background thread and
+# none of Gloo, ROCm, DDL or oneCCL.
+def mpi_threads_supported():
+    """libhvd drives MPI from one background thread; user threads never call MPI."""
+    return True
+
+
+def gloo_enabled():
+    return False
+
+
+def gloo_built():
+    return False
+
+
+def rocm_built():
+    return False
+
+
+def ddl_built():
+    return False
+
+
+def ccl_built():
+    return False
+
+
 def mpi_library_version():
     return lib.hvd_mpi_library_version().decode("utf-8", "replace")
 

@@ -1,10 +1,9 @@
 """horovod.common.basics on libhvd: the framework-independent calls."""
-from hvd.basics import (cross_rank, cross_size, cuda_built, gpu_device, init,  # noqa: F401
+from hvd.basics import (ccl_built, cross_rank, cross_size, cuda_built,  # noqa: F401
+                        ddl_built, gloo_built, gloo_enabled, gpu_device, init,
                         is_homogeneous, is_initialized, local_rank, local_size, mpi_built,
-                        mpi_enabled, nccl_built, rank, shutdown, size, start_timeline,
-                        stop_timeline)
-from hvd.torch import (ccl_built, ddl_built, gloo_built, gloo_enabled,  # noqa: F401
-                       mpi_threads_supported, rocm_built)
+                        mpi_enabled, mpi_threads_supported, nccl_built, rank, rocm_built,
+                        shutdown, size, start_timeline, stop_timeline)
 
 
 class HorovodBasics:

@@ -18,7 +18,8 @@ except ImportError as _error:
     raise ImportError(f"hvd.tensorflow needs TensorFlow 2 ({_error}); install it, for "
                       "example pip install tensorflow-cpu") from _error
 
-from ..basics import (Adasum, Average, Max, Min, Product, ProcessSet, Sum, add_process_set,
+from ..basics import (ccl_built, ddl_built, gloo_built, gloo_enabled, mpi_threads_supported,
+                      rocm_built, Adasum, Average, Max, Min, Product, ProcessSet, Sum, add_process_set,
                       barrier, cross_rank, cross_size, cuda_built, global_process_set,
                       gpu_device, init, is_homogeneous, is_initialized, local_rank, local_size,
                       mark_step, mpi_built, mpi_enabled, nccl_built, rank, remove_process_set,
@@ -33,27 +34,3 @@ from .mpi_ops import (allgather, allreduce, alltoall, broadcast, grouped_allredu
 # Horovod's name for failures of collective operations.
 HorovodInternalError = HvdError
 
-
-def mpi_threads_supported():
-    """libhvd drives MPI from one background thread; user threads never call MPI."""
-    return True
-
-
-def gloo_enabled():
-    return False
-
-
-def gloo_built():
-    return False
-
-
-def rocm_built():
-    return False
-
-
-def ddl_built():
-    return False
-
-
-def ccl_built():
-    return False

@@ -10,7 +10,8 @@ Handles returned by the `*_async` functions are hvd.Handle objects (Horovod's ar
 ints); pass them to poll() and synchronize() as usual. A handle may also be dropped
 without waiting: the operation's buffers stay alive until it completes.
 """
-from ..basics import (Adasum, Average, Max, Min, Product, ProcessSet, Sum, add_process_set,
+from ..basics import (ccl_built, ddl_built, gloo_built, gloo_enabled, mpi_threads_supported,
+                      rocm_built, Adasum, Average, Max, Min, Product, ProcessSet, Sum, add_process_set,
                       barrier, cross_rank, cross_size, cuda_built, global_process_set,
                       gpu_device, init, is_homogeneous, is_initialized, local_rank, local_size,
                       mark_step, mpi_built, mpi_enabled, nccl_built, rank, remove_process_set,
@@ -33,27 +34,3 @@ from . import elastic  # noqa: E402 - hvd.elastic.run, TorchState, ElasticSample
 # Horovod's name for failures of collective operations.
 HorovodInternalError = HvdError
 
-
-def mpi_threads_supported():
-    """libhvd drives MPI from one background thread; user threads never call MPI."""
-    return True
-
-
-def gloo_enabled():
-    return False
-
-
-def gloo_built():
-    return False
-
-
-def rocm_built():
-    return False
-
-
-def ddl_built():
-    return False
-
-
-def ccl_built():
-    return False
