@@ -142,6 +142,29 @@ def test_gradients(mode):
     np.testing.assert_array_equal(g_bcast.numpy(), [1, 1] if r == 0 else [0, 0])
 
 
+def test_graph_mode_runs_independent_unnamed_ops_in_any_order():
+    """In a TF1-style graph, TensorFlow runs independent ops in any order, not the same
+    on every rank: unnamed collectives must pair up by their graph names, not by call
+    order (with call order, one rank's allreduce met the other's allgather and both
+    waited for ever)."""
+    r, n = ranks()
+    with tf.Graph().as_default():
+        xs = [tf.constant([float(r + k)] * (k + 1)) for k in range(6)]
+        ops = []
+        for k, x in enumerate(xs):
+            ops.append(hvd_tf.allreduce(x, op=hvd_tf.Sum) if k % 2 else hvd_tf.allgather(x))
+        grads = tf.compat.v1.gradients(hvd_tf.allgather(xs[0]), xs[0])
+        with tf.compat.v1.Session() as session:
+            results = session.run(ops + grads)
+    for k, got in enumerate(results[:6]):
+        if k % 2:
+            np.testing.assert_array_equal(got, [float(sum(range(n)) + n * k)] * (k + 1))
+        else:
+            np.testing.assert_array_equal(got, [float(q + k) for q in range(n)
+                                                for _ in range(k + 1)])
+    np.testing.assert_array_equal(results[6], [1.0])
+
+
 def _data(rank):
     rng = np.random.default_rng(rank)
     return (rng.standard_normal([8, 3]).astype(np.float32),

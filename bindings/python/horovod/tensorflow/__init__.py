@@ -3,6 +3,7 @@ names (horovod.tensorflow.keras is not provided yet)."""
 from hvd.tensorflow import *  # noqa: F401,F403 - the whole API is the point
 from hvd.tensorflow import (Compression, DistributedGradientTape,  # noqa: F401
                             HorovodInternalError, ProcessSet, global_process_set)
+from .util import _executing_eagerly  # noqa: F401 - Horovod's tests reach it here
 
 
 def __getattr__(name):

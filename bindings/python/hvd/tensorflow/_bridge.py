@@ -7,6 +7,8 @@ TensorFlow adopts a returned array without a copy only when its data are 64-byte
 aligned; the collectives allocate their outputs so, and anything else is copied into
 an aligned array here, never handed over unaligned.
 """
+import weakref
+
 import numpy as np
 import tensorflow as tf
 
@@ -35,7 +37,23 @@ def run(function, inputs, output_dtypes):
 
     def graph_function(*arrays):
         return [aligned(r) for r in function(*arrays)]
-    return tf.numpy_function(graph_function, inputs, output_dtypes, stateful=True)
+    # Each collective waits inside its numpy_function until every rank has submitted
+    # it, holding one of TensorFlow's few inter-op threads: in a graph with more
+    # independent collectives than threads, ranks that started different ones would
+    # wait for each other for ever. Each collective depends on the one made before it
+    # in the same graph, so every rank runs them one at a time, in the order the graph
+    # was built (tf.function orders stateful ops so already; TF1's graphs do not).
+    graph = tf.compat.v1.get_default_graph()
+    previous = _last_collective.get(graph)
+    with tf.control_dependencies([previous] if previous is not None else []):
+        outputs = tf.numpy_function(graph_function, inputs, output_dtypes, stateful=True)
+    _last_collective[graph] = outputs[0].op
+    return outputs
+
+
+# The collective op made last in each graph (the graph's own, so that a graph that
+# goes away takes its entry with it).
+_last_collective = weakref.WeakKeyDictionary()
 
 
 def with_shape(tensor, shape):

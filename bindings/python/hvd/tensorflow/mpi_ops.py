@@ -3,9 +3,12 @@ Horovod's gradients: allreduce's is an allreduce, allgather's this rank's rows o
 averaged allreduce, broadcast's an averaged allreduce kept on the root, alltoall's an
 alltoall back, reducescatter's an allgather.
 
-`name` identifies an operation across ranks; None auto-names it by call order, so
-unnamed calls must be made in the same order on every rank (tf.function keeps them in
-program order). A gradient of a named operation is named "<name>.grad".
+`name` identifies an operation across ranks. Executing eagerly, None auto-names it by
+call order, so unnamed calls must be made in the same order on every rank. Inside a
+graph (tf.function, or TF1's graph mode) TensorFlow may run independent operations in
+any order, and not the same on every rank: there an unnamed operation is named after
+its input tensor, as Horovod names it, the same on every rank. A gradient of a named
+operation is named "<name>.grad".
 """
 import numpy as np
 import tensorflow as tf
@@ -21,6 +24,17 @@ __all__ = ["allreduce", "grouped_allreduce", "allgather", "broadcast", "alltoall
 
 def _grad_name(name):
     return None if name is None else f"{name}.grad"
+
+
+def _graph_named(kind, name, tensor):
+    """`name`, or inside a graph the name Horovod gives an unnamed operation there."""
+    if name is not None or tf.executing_eagerly():
+        return name
+    # unique in the graph: two collectives of one tensor (a value and its gradient's
+    # allgather, say) get two names, the same on every rank, as every rank builds the
+    # same graph in the same order.
+    base = "Horovod{}_{}".format(kind, tensor.name.replace(":", "_").replace("/", "_"))
+    return tf.compat.v1.get_default_graph().unique_name(base)
 
 
 def _process_set(process_set):
@@ -71,7 +85,9 @@ def allreduce(tensor, average=None, device_dense='', device_sparse='',
     op = _op(op, average)
     if isinstance(tensor, tf.IndexedSlices):
         return _sparse_allreduce(tensor, op, prescale_factor, postscale_factor, process_set)
-    compressed, ctx = compression.compress(tf.convert_to_tensor(tensor))
+    tensor = tf.convert_to_tensor(tensor)
+    name = _graph_named("Allreduce", name, tensor)
+    compressed, ctx = compression.compress(tensor)
     reduced = _dense_allreduce(compressed, op, prescale_factor, postscale_factor, name,
                                process_set)
     return compression.decompress(reduced, ctx)
@@ -141,6 +157,7 @@ def grouped_allreduce(tensors, average=None, device_dense='', device_sparse='',
             dense.append((i, compressed))
             contexts.append(ctx)
     if dense:
+        name = _graph_named("GroupedAllreduce", name, dense[0][1])
         reduced = _dense_grouped_allreduce([t for _, t in dense], op, prescale_factor,
                                            postscale_factor, name, process_set)
         for (i, _), ctx, tensor in zip(dense, contexts, reduced):
@@ -153,6 +170,9 @@ def grouped_allreduce(tensors, average=None, device_dense='', device_sparse='',
 def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_process_set):
     """Concatenation of every rank's tensor along the first dimension, in rank order
     (first dimensions may differ between ranks)."""
+    tensor = tf.convert_to_tensor(tensor)
+    name = _graph_named("Allgather", name, tensor)
+
     @tf.custom_gradient
     def forward(x):
         def gather(array):
@@ -182,6 +202,9 @@ def _allgather_grad(x, dy, name, process_set):
 def broadcast(tensor, root_rank, name=None, ignore_name_scope=False,
               process_set=global_process_set):
     """root_rank's tensor (a global rank, as in Horovod) on every rank."""
+    tensor = tf.convert_to_tensor(tensor)
+    name = _graph_named("Broadcast", name, tensor)
+
     @tf.custom_gradient
     def forward(x):
         def bcast(array):
@@ -203,6 +226,7 @@ def grouped_broadcast(tensors, root_rank, name=None, process_set=global_process_
     tensors = [tf.convert_to_tensor(t) for t in tensors]
     if not tensors:
         return []
+    name = _graph_named("GroupedBroadcast", name, tensors[0])
 
     def bcast(*arrays):
         handles = [collectives.broadcast_async(a, root_rank,
@@ -220,6 +244,8 @@ def alltoall(tensor, splits=None, name=None, ignore_name_scope=False,
              process_set=global_process_set):
     """Sends splits[r] rows (an even split when None) to rank r. Returns the received
     rows, and with `splits` given also the received splits (int32), as Horovod does."""
+    tensor = tf.convert_to_tensor(tensor)
+    name = _graph_named("Alltoall", name, tensor)
     splits_tensor = None if splits is None else tf.cast(tf.convert_to_tensor(splits),
                                                         tf.int64)
 
@@ -249,7 +275,9 @@ def reducescatter(tensor, device_dense='', compression=Compression.none, op=Aver
                   name=None, process_set=global_process_set, ignore_name_scope=False,
                   prescale_factor=1.0, postscale_factor=1.0):
     """Reduces over the ranks (Sum or Average) and returns this rank's block of rows."""
-    compressed, ctx = compression.compress(tf.convert_to_tensor(tensor))
+    tensor = tf.convert_to_tensor(tensor)
+    name = _graph_named("Reducescatter", name, tensor)
+    compressed, ctx = compression.compress(tensor)
 
     @tf.custom_gradient
     def forward(x):
