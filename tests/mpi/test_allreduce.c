@@ -93,6 +93,44 @@ static void every_op_and_dtype(void** state) {
   }
 }
 
+/* MIN and MAX of the unsigned types compare as unsigned: values above the signed
+ * range (MPICH 4.0's MPI_MAX of MPI_UINT8_T gave max(100, 150) = 100), fused with
+ * others and alone beyond the fusion threshold. */
+static void unsigned_min_max_above_signed_range(void** state) {
+  (void)state;
+  const int rank = hvd_rank(), size = hvd_size();
+  const hvd_dtype_t dtypes[] = {HVD_UINT8, HVD_UINT16};
+  const double tops[] = {255, 65535};
+  const int64_t counts[] = {5, 600000}; /* 600000 bytes and more: alone */
+  for (int t = 0; t < 2; ++t)
+    for (int o = 0; o < 2; ++o)
+      for (int k = 0; k < 2; ++k) {
+        const hvd_dtype_t d = dtypes[t];
+        const hvd_reduce_op_t op = o ? HVD_OP_MAX : HVD_OP_MIN;
+        const int64_t count = counts[k];
+        void* buf = tu_alloc((size_t)count * tu_dtype_size(d));
+        /* element i of rank r: spread over the whole range, the highest rank's the
+         * largest for even i and the smallest for odd i */
+        for (int64_t i = 0; i < count; ++i) {
+          const double step = (tops[t] - 100) / size;
+          const double v = 100 + step * (i % 2 ? size - 1 - rank : rank);
+          tu_set(buf, d, i, floor(v));
+        }
+        char name[64];
+        snprintf(name, sizeof name, "unsigned.%d.%d.%d", t, o, k);
+        assert_hvd_ok(hvd_allreduce(buf, buf, count, d, op, name));
+        const double step = (tops[t] - 100) / size;
+        const double low = 100, high = floor(100 + step * (size - 1));
+        for (int64_t i = 0; i < count; i += 997) {
+          const double want = op == HVD_OP_MAX ? high : low;
+          if (tu_get(buf, d, i) != want)
+            fail_msg("%s element %lld: got %g want %g", name, (long long)i, tu_get(buf, d, i),
+                     want);
+        }
+        free(buf);
+      }
+}
+
 /* An average is the sum divided by the ranks, rounded once (as torch's t / n): on 3
  * ranks a third of integer sums differ in the last bit from sum * float(1 / 3). Bit
  * for bit, float32 and float64, through each way a tensor goes: fused with others,
@@ -481,6 +519,7 @@ static void a_set_of_one_copies_and_scales(void** state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_op_and_dtype),
+      cmocka_unit_test(unsigned_min_max_above_signed_range),
       cmocka_unit_test(averages_round_once),
       cmocka_unit_test(blocking_unnamed_calls),
       cmocka_unit_test(prescale_and_postscale),

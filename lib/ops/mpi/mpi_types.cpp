@@ -13,7 +13,7 @@ namespace hvd {
 namespace {
 
 // Our own ops, by dtype and op_index: every op of the 16-bit floats (MPI has no such
-// type), and MIN and MAX of every float (MPI_MIN and MPI_MAX let NaN's fate depend on
+// type), MIN and MAX of the unsigned integers (mpi_types_init), and MIN and MAX of every float (MPI_MIN and MPI_MAX let NaN's fate depend on
 // the operand order, base/float_order.h). MPI_OP_NULL where MPI's own op serves.
 MPI_Op g_custom_ops[kNumDtypes][4];
 bool g_custom_ops_made = false;
@@ -109,6 +109,12 @@ void mpi_types_init() {
   make_op<HVD_BFLOAT16, HVD_OP_MIN>(1);
   make_op<HVD_BFLOAT16, HVD_OP_MAX>(2);
   make_op<HVD_BFLOAT16, HVD_OP_PRODUCT>(3);
+  // MPICH 4.0's MPI_MIN and MPI_MAX compare MPI_UINT8_T and MPI_UINT16_T as signed
+  // (max(100, 150) of uint8 gives 100): our own ops for the unsigned types.
+  make_op<HVD_UINT8, HVD_OP_MIN>(1);
+  make_op<HVD_UINT8, HVD_OP_MAX>(2);
+  make_op<HVD_UINT16, HVD_OP_MIN>(1);
+  make_op<HVD_UINT16, HVD_OP_MAX>(2);
   make_op<HVD_FLOAT32, HVD_OP_MIN>(1);
   make_op<HVD_FLOAT32, HVD_OP_MAX>(2);
   make_op<HVD_FLOAT64, HVD_OP_MIN>(1);
