@@ -4,6 +4,7 @@ Framework-independent: the numpy and torch layers both re-export these.
 """
 import atexit
 import ctypes
+import os
 
 from . import _raw
 from ._capi import Counters, StepStats, StepTensor, lib, HVD_DEVICE_CPU, HVD_GLOBAL_PROCESS_SET
@@ -123,6 +124,7 @@ def init(comm=None, process_sets=None):
     """
     if comm is not None and process_sets:
         raise ValueError("init: comm and process_sets cannot be combined")
+    _elastic_stall_default()
     if comm is None:
         if process_sets:
             _init_with_sets(process_sets)
@@ -136,6 +138,18 @@ def init(comm=None, process_sets=None):
         raise TypeError("init: comm must be an mpi4py communicator (with py2f()) or a list "
                         f"of ranks, not {type(comm).__name__}")
     check(lib.hvd_init_comm_f(comm.py2f()), "hvd_init_comm_f")
+
+
+# In an elastic job a stalled tensor (ranks that disagree on their collectives, a rank
+# that committed once more than the others) must end the generation so that the next
+# one starts from the last commit: it fails after this long unless the user chose.
+ELASTIC_STALL_SHUTDOWN_SECONDS = "600"
+
+
+def _elastic_stall_default():
+    if os.environ.get("HOROVOD_ELASTIC") == "1":
+        os.environ.setdefault("HOROVOD_STALL_SHUTDOWN_TIME_SECONDS",
+                              ELASTIC_STALL_SHUTDOWN_SECONDS)
 
 
 def _init_with_sets(process_sets):

@@ -1,3 +1,4 @@
-"""horovod.common.elastic on libhvd: Horovod's state classes for jobs of a fixed size
-(hvd.elastic says what that means)."""
+"""horovod.common.elastic on libhvd: Horovod's state classes and run_fn (hvd.elastic
+says how an elastic job runs on MPI)."""
 from hvd.elastic import ObjectState, State, run_fn  # noqa: F401
+from hvd.elastic._host_update import HostUpdateResult  # noqa: F401

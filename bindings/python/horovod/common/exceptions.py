@@ -1,20 +1,13 @@
 """Horovod's exception classes, for code that catches them by these names.
 
 HorovodInternalError is libhvd's HvdError (a RuntimeError, as Horovod's is): every
-failed collective raises a subclass of it. The other two are never raised by libhvd
-(it has no elastic mode and checks no framework versions); they exist so that handlers
-naming them keep importing.
+failed collective raises a subclass of it. HostsUpdatedInterrupt is hvd.elastic's,
+raised in an elastic job when hosts change. HorovodVersionMismatchError is never
+raised (libhvd binds to frameworks at run time); it exists so that handlers naming it
+keep importing.
 """
+from hvd.elastic import HostsUpdatedInterrupt  # noqa: F401
 from hvd.errors import HvdError as HorovodInternalError  # noqa: F401
-
-
-class HostsUpdatedInterrupt(RuntimeError):
-    """Horovod's elastic mode signals a change of hosts with it; libhvd has no
-    elastic mode, so it is never raised."""
-
-    def __init__(self, skip_sync=False):
-        super().__init__("the set of hosts changed")
-        self.skip_sync = skip_sync
 
 
 class HorovodVersionMismatchError(ImportError):

@@ -1,5 +1,6 @@
-"""Horovod's elastic API for PyTorch (hvd.elastic.run, TorchState, ElasticSampler), for
-jobs of a fixed size: see hvd.elastic for what it does and does not do.
+"""Horovod's elastic API for PyTorch (hvd.elastic.run, TorchState, ElasticSampler):
+see hvd.elastic for how it runs, in an elastic job launched by hvdrun or in a job of
+fixed size.
 
     @hvd.elastic.run
     def train(state):
@@ -10,7 +11,7 @@ jobs of a fixed size: see hvd.elastic for what it does and does not do.
     state = hvd.elastic.TorchState(model, optimizer, epoch=0)
     train(state)
 """
-from ...elastic import run_fn
+from ...elastic import HostsUpdatedInterrupt, ObjectState, State, run_fn  # noqa: F401
 from .sampler import ElasticSampler
 from .state import TorchState
 
@@ -18,6 +19,9 @@ __all__ = ["run", "TorchState", "ElasticSampler"]
 
 
 def run(func):
-    """Decorates a training function of a state: the state is synchronized from rank 0
-    before it runs; a failed collective restores the last commit and is raised."""
+    """Decorates a training function of a state: in an elastic job the state is
+    restored from the newest commit (or rank 0's) and a change of hosts or a failed
+    collective ends the generation (hvd.elastic.run_fn); in a job of fixed size the
+    state is synchronized from rank 0 and a failed collective restores the last commit
+    and is raised."""
     return run_fn(func)

@@ -1,11 +1,13 @@
 """TorchState: a model, an optimizer, an ElasticSampler and plain values, committed,
 restored and synchronized together (hvd.elastic)."""
 import copy
+import io
 
 import torch
 
 from ...basics import rank
 from ...elastic import ObjectState
+from ...elastic._state import dumps_naming_attribute
 from ..functions import broadcast_object, broadcast_optimizer_state, broadcast_parameters
 from .sampler import ElasticSampler
 
@@ -32,6 +34,18 @@ class StateHandler:
         self.value = value
         self.save()
 
+    def saved_state(self):
+        """The saved value, as torch.save can write it (an elastic job's commit)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} cannot be kept across the generations of an elastic "
+            "job: define saved_state() and load_saved_state()")
+
+    def load_saved_state(self, saved):
+        """Makes `saved` (from saved_state) the saved value; restore() loads it."""
+        raise NotImplementedError(
+            f"{type(self).__name__} cannot be restored in an elastic job: define "
+            "saved_state() and load_saved_state()")
+
 
 class _StateDictHandler(StateHandler):
     """A value with state_dict() and load_state_dict(): saved as a copy of its
@@ -46,6 +60,12 @@ class _StateDictHandler(StateHandler):
 
     def restore(self):
         self.value.load_state_dict(self._saved)
+
+    def saved_state(self):
+        return self._saved
+
+    def load_saved_state(self, saved):
+        self._saved = saved
 
 
 class ModelStateHandler(_StateDictHandler):
@@ -105,7 +125,12 @@ class TorchState(ObjectState):
     a broadcast of the sampler's state; other keywords are plain values (ObjectState).
     After sync() the synchronized state is also the committed one, for the handled
     values as for the plain ones (Horovod's restore() before a first commit goes back
-    to a model's and optimizer's state before the sync, different on each rank)."""
+    to a model's and optimizer's state before the sync, different on each rank).
+
+    In an elastic job each commit writes the saved state with torch.save (tensors bit
+    for bit, on the CPU), and sync() at the start of a generation loads the newest
+    commit into the model, the optimizer and the sampler (which deals the samples left
+    in its epoch to the new number of ranks)."""
 
     def __init__(self, model=None, optimizer=None, **kwargs):
         kwargs.update(model=model, optimizer=optimizer)  # None: a plain value
@@ -138,7 +163,40 @@ class TorchState(ObjectState):
         super().restore()
 
     def sync(self):
+        if self._restore_newest_commit():
+            return
         for handler in self._handlers.values():
             handler.sync()
             handler.save()
         super().sync()
+
+    def state_bytes(self):
+        """The saved state as torch.save writes it: tensors bit for bit."""
+        saved = {name: handler.saved_state() for name, handler in self._handlers.items()}
+        saved.update(self._saved_state)
+        return dumps_naming_attribute(saved, _torch_dumps)
+
+    def load_state_bytes(self, data):
+        saved = _torch_loads(data)
+        for name, handler in self._handlers.items():
+            if name in saved:
+                handler.load_saved_state(saved.pop(name))
+        self._saved_state = {**self._saved_state, **saved}
+        self.restore()
+
+
+def _torch_dumps(value):
+    buffer = io.BytesIO()
+    torch.save(value, buffer)
+    return buffer.getvalue()
+
+
+def _torch_loads(data):
+    # On the CPU: the saving rank's device may not exist here; load_state_dict copies
+    # the values onto the model's and optimizer's own devices.
+    buffer = io.BytesIO(data)
+    try:
+        return torch.load(buffer, map_location="cpu", weights_only=False)
+    except TypeError:  # a torch without weights_only (before 1.13)
+        buffer.seek(0)
+        return torch.load(buffer, map_location="cpu")
