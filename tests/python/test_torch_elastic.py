@@ -1,7 +1,9 @@
 """hvd.torch.elastic (horovod.torch.elastic) in a job of fixed size: TorchState's
 sync, commit and restore; ElasticSampler's shares and counts; run's sync before the
 training function and its restore-and-raise after a failed collective."""
+import os
 import random
+import tempfile
 
 import pytest
 
@@ -180,3 +182,28 @@ def test_horovod_names():
     state = common_elastic.ObjectState(hvd.broadcast_object, hvd.rank, step=hvd.rank())
     state.sync()
     assert state.step == 0
+
+
+def test_without_an_elastic_launch_nothing_is_persisted_or_checked(monkeypatch):
+    """Launched without HOROVOD_ELASTIC (hvdrun without elastic flags, mpiexec), run
+    behaves as before: no state directory, and check_host_updates is no collective (a
+    rank checking alone does not wait for the others)."""
+    parent = tempfile.mkdtemp() if hvd.rank() == 0 else None
+    directory = hvd.broadcast_object(os.path.join(str(parent), "state"), name="elastic.test.dir")
+    monkeypatch.delenv("HOROVOD_ELASTIC", raising=False)
+    monkeypatch.setenv("HVD_ELASTIC_STATE_DIR", directory)
+    state = hvd.elastic.TorchState(model_of(1.0), epoch=0)
+
+    @hvd.elastic.run
+    def train(state):
+        state.epoch = 1
+        state.commit()
+        if hvd.rank() == 0:
+            state.check_host_updates()
+        return state.epoch
+
+    assert train(state) == 1 and state._session is None
+    assert not os.path.exists(directory)
+    assert hvd.allreduce(torch.ones(1), name="elastic.test.after").item() == 1.0
+    if hvd.rank() == 0:
+        os.rmdir(parent)
