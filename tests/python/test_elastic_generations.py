@@ -260,3 +260,16 @@ def test_an_attribute_that_cannot_be_pickled_is_named_and_fails_the_peers(tmp_pa
     assert failed["type"] == "TypeError" and "attribute 'note'" in failed["message"]
     peer = first(tmp_path, 0, 0, "commit-failed")
     assert peer["type"] == "MismatchError" and "attribute 'note'" in peer["message"]
+
+
+def test_a_state_directory_of_another_user_is_refused_on_every_rank(tmp_path):
+    if os.getuid() != 0:
+        pytest.skip("making a directory of another user needs root")
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, 65534, 65534)
+    result = launch(tmp_path, 0, [str(ours), str(theirs)])
+    assert result.returncode != 0, output(result)
+    assert f"the state directory {theirs} belongs to user id 65534" in result.stderr
+    # Rank 0 does not wait for rank 1 in the state's synchronization: it is told why.
+    assert "rank 1 cannot run the elastic job" in result.stderr

@@ -20,6 +20,9 @@ from ._store import StateDir
 _LAUNCH_HINT = ("launch elastic jobs with hvdrun's elastic flags (--min-np, --max-np, "
                 "--host-discovery-script), which set it")
 
+# The first collective of a generation.
+SYNC_NEWEST = "hvd.elastic.sync.newest"
+
 _session = None
 _session_lock = threading.Lock()
 
@@ -37,7 +40,15 @@ def current():
         return None
     with _session_lock:
         if _session is None:
-            _session = Session.from_environment()
+            try:
+                _session = Session.from_environment()
+            except Exception as error:
+                # The peers go on to synchronize the state: tell them why this rank
+                # does not, rather than leave them waiting for it.
+                if basics.is_initialized():
+                    refuse("allreduce", SYNC_NEWEST, None,
+                           f"rank {basics.rank()} cannot run the elastic job: {error}")
+                raise
         return _session
 
 
@@ -141,7 +152,7 @@ class Session:
         over MPI."""
         found = self.store.newest()
         mine = found[0] if found is not None else 0
-        newest = _allreduce_int(mine, basics.Max, "hvd.elastic.sync.newest")
+        newest = _allreduce_int(mine, basics.Max, SYNC_NEWEST)
         if newest == 0:
             return False
         rank, size = basics.rank(), basics.size()
