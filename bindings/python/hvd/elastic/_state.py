@@ -51,8 +51,9 @@ class State:
         directory, then checks for changes of hosts (HostsUpdatedInterrupt). Every rank
         commits at the same steps: the check is a collective."""
         self.save()
-        if self._session is not None:
-            self._session.persist(self)
+        session = _session_of(self)
+        if session is not None:
+            session.persist(self)
         self.check_host_updates()
 
     def check_host_updates(self):
@@ -60,7 +61,8 @@ class State:
         hosts since the last check: rank 0's news is broadcast, so every rank raises at
         the same call. In a job of fixed size hosts never change: nothing is checked
         and no collective is made."""
-        if self._session is None:
+        session = _session_of(self)
+        if session is None:
             return
         last_updated_timestamp = prev_timestamp = self._last_updated_timestamp
         all_update = HostUpdateResult.no_update
@@ -70,7 +72,7 @@ class State:
                 last_updated_timestamp = timestamp
                 all_update |= update
         prev_timestamp, self._last_updated_timestamp, all_update = \
-            self._session.agree_on_host_updates(
+            session.agree_on_host_updates(
                 (prev_timestamp, last_updated_timestamp, int(all_update)))
         if self._last_updated_timestamp > prev_timestamp:
             raise HostsUpdatedInterrupt(all_update == HostUpdateResult.removed)
@@ -103,7 +105,8 @@ class State:
     def _restore_newest_commit(self):
         """In an elastic job: restores the newest commit any node holds and returns
         True, or False when there is none (the first generation before any commit)."""
-        return self._session is not None and self._session.restore_newest(self)
+        session = _session_of(self)
+        return session is not None and session.restore_newest(self)
 
 
 class ObjectState(State):
@@ -141,6 +144,11 @@ class ObjectState(State):
     def _set_attrs(self):
         for attr, value in self._saved_state.items():
             setattr(self, attr, value)
+
+
+def _session_of(state):
+    # A subclass written for Horovod may set its attributes before State.__init__ runs.
+    return getattr(state, "_session", None)
 
 
 def dumps_naming_attribute(values, dumps):
