@@ -33,7 +33,7 @@ from ._backend import SUPPORTED as SUPPORTED_BACKENDS
 from .compression import Compression
 from .functions import (allgather, allgather_object, allreduce, broadcast,
                         broadcast_global_variables, broadcast_object, reducescatter)
-from .optimizer import DistributedOptimizer
+from .optimizer import DistributedOptimizer, PartialDistributedOptimizer
 from .saving import load_model
 from .variables import broadcast_variables
 

@@ -239,3 +239,28 @@ def DistributedOptimizer(optimizer, name=None, device_dense='', device_sparse=''
     if name is not None:
         config["name"] = name
     return distributed_class(type(optimizer), settings).from_config(config)
+
+
+def PartialDistributedOptimizer(optimizer, name=None, device_dense='', device_sparse='',
+                                compression=Compression.none, sparse_as_dense=False,
+                                gradient_predivide_factor=1.0, op=Average, groups=None,
+                                process_set=global_process_set, local_layers=None,
+                                scale_local_gradients=True):
+    """DistributedOptimizer whose `local_layers` (a keras.layers.Layer or a list of
+    them) keep their gradients local: not reduced, divided by the set's size when
+    scale_local_gradients (Horovod's PartialDistributedOptimizer)."""
+    if local_layers is None:
+        local_layers = []
+    elif isinstance(local_layers, keras.layers.Layer):
+        local_layers = [local_layers]
+    elif not all(isinstance(layer, keras.layers.Layer) for layer in local_layers):
+        raise ValueError("PartialDistributedOptimizer: every local layer must be a "
+                         "keras.layers.Layer")
+    wrapped = DistributedOptimizer(optimizer, name, device_dense, device_sparse, compression,
+                                   sparse_as_dense, gradient_predivide_factor, op,
+                                   groups=groups, process_set=process_set,
+                                   scale_local_gradients=scale_local_gradients)
+    for layer in local_layers:
+        for var in layer.trainable_weights:
+            wrapped.register_local_var(var)
+    return wrapped
