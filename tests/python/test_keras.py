@@ -323,3 +323,21 @@ def test_horovod_keras_modules_are_hvd_keras():
         assert htk.DistributedOptimizer is hvd_keras.DistributedOptimizer
         assert htk.callbacks.BroadcastGlobalVariablesCallback is \
             hvd_keras.callbacks.BroadcastGlobalVariablesCallback
+
+
+@pytest.mark.skipif(BACKEND != "tensorflow", reason="records on a tf.GradientTape")
+def test_compute_gradients_reduces_once():
+    import tensorflow as tf
+    r, n = ranks()
+    optimizer = hvd_keras.DistributedOptimizer(keras.optimizers.SGD(1.0))
+    v = sgd_variable(0.0)
+    pairs = optimizer.compute_gradients(lambda: keras.ops.sum(v * (r + 1.0)), [v])
+    np.testing.assert_allclose(numpy_of(pairs[0][0]), np.full(3, (n + 1) / 2), rtol=1e-6)
+    # applying what compute_gradients reduced does not reduce it again
+    optimizer.apply_gradients(pairs)
+    np.testing.assert_allclose(numpy_of(v), np.full(3, -(n + 1) / 2), rtol=1e-6)
+    with tf.GradientTape() as tape:
+        loss = keras.ops.sum(v * (r + 1.0))
+    pairs = optimizer._compute_gradients(loss, [v], tape=tape)
+    optimizer.apply_gradients(pairs)
+    np.testing.assert_allclose(numpy_of(v), np.full(3, -(n + 1.0)), rtol=1e-6)

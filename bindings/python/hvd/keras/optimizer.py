@@ -62,6 +62,46 @@ class _DistributedOptimizer:
             self._hvd_local = _LocalVariables()
         self._hvd_local.add(var)
 
+    def compute_gradients(self, loss, var_list, tape=None):
+        """Horovod's Keras API on TensorFlow: see _compute_gradients."""
+        return self._compute_gradients(loss, var_list, None, tape)
+
+    def _compute_gradients(self, loss, var_list, grad_loss=None, tape=None):
+        """(gradient, variable) pairs of `loss` (a tensor that `tape` recorded, or a
+        callable), reduced over the ranks as apply() would reduce them (with
+        backward_passes_per_step > 1, local: apply() aggregates and reduces them).
+        Keras 3 optimizers have no such method; Horovod's Keras wrapper has, for
+        custom training loops on TensorFlow."""
+        if _backend.name() != "tensorflow":
+            raise NotImplementedError("compute_gradients records on a tf.GradientTape: "
+                                      "TensorFlow backend only; on torch, call "
+                                      "loss.backward() and optimizer.apply(grads, vars)")
+        import tensorflow as tf
+        tape = tf.GradientTape() if tape is None else tape
+        if callable(loss):
+            with tape:
+                if not callable(var_list):  # the tf.Variables behind Keras's
+                    tape.watch([getattr(v, "value", v) for v in var_list])
+                loss = loss()
+        if callable(var_list):
+            var_list = var_list()
+        var_list = list(var_list)
+        grads = tape.gradient(loss, var_list, grad_loss)
+        if self._hvd.backward_passes_per_step == 1:
+            grads = self._hvd_allreduce(grads, var_list)
+            # apply() of exactly these tensors does not reduce them again
+            self._hvd_reduced = [g for g in grads if g is not None]
+        return list(zip(grads, var_list))
+
+    def _hvd_take_reduced(self, grads):
+        """Whether `grads` are the ones _compute_gradients reduced last (forgotten then)."""
+        reduced = getattr(self, "_hvd_reduced", None)
+        if not reduced:
+            return False
+        self._hvd_reduced = None
+        present = [g for g in grads if g is not None]
+        return len(present) == len(reduced) and all(g is r for g, r in zip(present, reduced))
+
     def apply(self, grads, trainable_variables=None):
         grads = list(grads)
         if not grads:
@@ -77,7 +117,9 @@ class _DistributedOptimizer:
                     self.build(variables)
                 self.built = True
         if self._hvd.backward_passes_per_step == 1:
-            return super().apply(self._hvd_allreduce(grads, variables), variables)
+            if not self._hvd_take_reduced(grads):
+                grads = self._hvd_allreduce(grads, variables)
+            return super().apply(grads, variables)
         return self._hvd_apply_aggregated(grads, variables)
 
     def _hvd_apply_aggregated(self, grads, variables):
