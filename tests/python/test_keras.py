@@ -333,3 +333,7 @@ def test_compute_gradients_reduces_once():
     pairs = optimizer._compute_gradients(loss, [v], tape=tape)
     optimizer.apply_gradients(pairs)
     np.testing.assert_allclose(numpy_of(v), np.full(3, -(n + 1.0)), rtol=1e-6)
+    # plain tf.Variables too, as Horovod's tests pass them
+    w = tf.Variable(np.zeros(2, np.float32))
+    pairs = optimizer.compute_gradients(lambda: tf.reduce_sum(w * (r + 1.0)), [w])
+    np.testing.assert_allclose(pairs[0][0].numpy(), np.full(2, (n + 1) / 2), rtol=1e-6)

@@ -81,7 +81,8 @@ class _DistributedOptimizer:
         if callable(loss):
             with tape:
                 if not callable(var_list):  # the tf.Variables behind Keras's
-                    tape.watch([getattr(v, "value", v) for v in var_list])
+                    tape.watch([v.value if isinstance(v, keras.Variable) else v
+                                for v in var_list])
                 loss = loss()
         if callable(var_list):
             var_list = var_list()
