@@ -337,3 +337,13 @@ def test_compute_gradients_reduces_once():
     w = tf.Variable(np.zeros(2, np.float32))
     pairs = optimizer.compute_gradients(lambda: tf.reduce_sum(w * (r + 1.0)), [w])
     np.testing.assert_allclose(pairs[0][0].numpy(), np.full(2, (n + 1) / 2), rtol=1e-6)
+
+
+@pytest.mark.skipif(BACKEND != "tensorflow", reason="XLA compiles TensorFlow's steps")
+def test_xla_compiled_step_is_refused_with_what_to_do():
+    model = make_model(seed=6)
+    model.compile(optimizer=hvd_keras.DistributedOptimizer(keras.optimizers.SGD(0.1)),
+                  loss="mse", jit_compile=True)
+    x, y = shard(0, 8)
+    with pytest.raises(RuntimeError, match="jit_compile=False"):
+        model.fit(x, y, batch_size=8, epochs=1, verbose=0)

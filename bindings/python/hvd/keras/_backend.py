@@ -34,6 +34,25 @@ def ops():
     return module
 
 
+def check_not_xla():
+    """On TensorFlow, refuses a step compiled by XLA (Keras's jit_compile, on by default
+    where there is a GPU): the collectives run as host functions, which XLA cannot
+    compile; its own error names only a 'PyFunc' kernel."""
+    if name() != "tensorflow":
+        return
+    import tensorflow as tf
+    try:
+        from tensorflow.python.ops.control_flow_util import GraphOrParentsInXlaContext
+    except ImportError:  # a TensorFlow that moved it: XLA's own error then
+        return
+    if not tf.executing_eagerly() and GraphOrParentsInXlaContext(
+            tf.compat.v1.get_default_graph()):
+        raise RuntimeError(
+            "hvd.keras: the training step is compiled by XLA, which cannot run libhvd's "
+            "collectives (host functions); pass jit_compile=False to model.compile() "
+            "(Keras turns XLA on by default where there is a GPU)")
+
+
 def is_sparse(tensor):
     """True for TensorFlow's tf.IndexedSlices (the gradient of an embedding lookup)."""
     return type(tensor).__name__ == "IndexedSlices"

@@ -107,6 +107,7 @@ class _DistributedOptimizer:
         grads = list(grads)
         if not grads:
             return super().apply(grads, trainable_variables)
+        _backend.check_not_xla()
         if trainable_variables is None:
             if not self.built:  # Keras's own error says what to do
                 return super().apply(grads, trainable_variables)
