@@ -51,6 +51,20 @@ make_tf_venv() {  # DIR
     "$dir/bin/pip" install -q --no-cache-dir tensorflow-cpu==2.21.0 pytest
   fi
 }
+# Keras 3 on the torch backend, for hvd.keras's torch tests (meson -Dkeras_torch_venv=
+# .venv-keras-torch), only when HVD_KERAS_TORCH=1: Keras 3 needs torch >= 2.1 (Debian's
+# 1.13 lacks float8 dtypes), and PyPI's torch wheels are CUDA builds (torch 2.15.0
+# alone is 539 MB, its nvidia-* dependencies gigabytes more): minutes of install that
+# every machine should not pay. Keras on TensorFlow needs nothing more (.venv-tf has it).
+make_keras_torch_venv() {  # DIR
+  local dir=$1
+  if [[ ! -x $dir/bin/python ]]; then
+    /usr/bin/python3 -m venv "$dir"
+  fi
+  if ! KERAS_BACKEND=torch "$dir/bin/python" -c "import torch, keras, pytest" 2>/dev/null; then
+    "$dir/bin/pip" install -q --no-cache-dir torch==2.15.0 keras==3.15.1 pytest
+  fi
+}
 # The two builds of mpi4py take a minute or more each on one core: side by side.
 make_venv .venv mpicc.mpich &
 mpich_venv=$!
@@ -60,4 +74,7 @@ tf_venv=$!
 make_venv .venv-openmpi mpicc.openmpi -L/usr/lib/x86_64-linux-gnu/openmpi/lib
 wait "$mpich_venv"
 wait "$tf_venv"
+if [[ ${HVD_KERAS_TORCH:-0} == 1 ]]; then
+  make_keras_torch_venv .venv-keras-torch
+fi
 echo "libhvd dependencies installed"

@@ -7,6 +7,11 @@ import sys
 
 import pytest
 
+if os.environ.get("KERAS_BACKEND") == "torch":
+    # torch's wheels bring their own NCCL, newer than the system's that libhvd links:
+    # torch loads first, as in a Keras script, so that its libraries bind to theirs.
+    import torch  # noqa: F401
+
 import hvd
 
 

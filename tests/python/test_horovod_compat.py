@@ -108,17 +108,17 @@ def test_modules_horovod_users_import():
 def test_parts_not_provided_say_so_at_import():
     code = textwrap.dedent("""\
         import horovod
-        for name in ('horovod.keras', 'horovod.mxnet', 'horovod.ray'):
+        for name in ('horovod.mxnet', 'horovod.ray', 'horovod.spark'):
             try:
                 __import__(name)
             except ImportError as e:
                 assert 'stand-in' in str(e) and name in str(e), e
             else:
                 raise AssertionError(name)
-        # horovod.keras in a Horovod script: the same words, as an AttributeError
+        # horovod.mxnet in a Horovod script: the same words, as an AttributeError
         # (so hasattr() is False, as for any missing attribute).
         import horovod.torch as hvd
-        for module, attribute in ((horovod, 'keras'), (horovod, 'spark')):
+        for module, attribute in ((horovod, 'mxnet'), (horovod, 'spark')):
             try:
                 getattr(module, attribute)
             except AttributeError as e:

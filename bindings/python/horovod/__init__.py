@@ -51,7 +51,7 @@ else:
     backend = "libhvd"
 
     def __getattr__(name):
-        # horovod.keras, horovod.spark...: say why they are missing.
+        # horovod.mxnet, horovod.spark...: say why they are missing.
         from ._unavailable import missing_attribute
         raise missing_attribute(__name__, name)
 

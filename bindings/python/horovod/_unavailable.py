@@ -1,14 +1,16 @@
 """Clear ImportErrors for the parts of Horovod that libhvd's stand-in does not provide.
 
-A finder on sys.meta_path answers imports of those modules (horovod.keras, ...)
+A finder on sys.meta_path answers imports of those modules (horovod.mxnet, ...)
 with why they are missing and what to do, instead of a bare "No module named".
 """
 import importlib.abc
 import sys
 
 _MISSING = {
-    "horovod.tensorflow.keras": "libhvd binds PyTorch and TensorFlow's core API, not Keras yet",
-    "horovod.keras": "libhvd binds PyTorch and TensorFlow's core API, not Keras yet",
+    "horovod.tensorflow.keras.elastic": "libhvd's Keras layer has no elastic state yet; "
+                                        "horovod.torch.elastic serves elastic jobs",
+    "horovod.keras.elastic": "libhvd's Keras layer has no elastic state yet; "
+                             "horovod.torch.elastic serves elastic jobs",
     "horovod.mxnet": "libhvd binds PyTorch and TensorFlow only",
     "horovod.spark": "libhvd launches jobs with hvdrun over MPI, not on Spark clusters",
     "horovod.ray": "libhvd launches jobs with hvdrun over MPI, not on Ray clusters",
@@ -17,7 +19,8 @@ _MISSING = {
 
 def _message(fullname, top):
     return (f"{fullname} is not available in libhvd's horovod stand-in ({_MISSING[top]}); "
-            "it provides horovod.torch, horovod.tensorflow, horovod.common and horovod.run. "
+            "it provides horovod.torch, horovod.tensorflow, horovod.keras, "
+            "horovod.tensorflow.keras (Keras 3), horovod.common and horovod.run. "
             "Install Horovod "
             "itself for the rest: it takes precedence over the stand-in.")
 

@@ -85,3 +85,12 @@ def get_average_backwards_compatibility_fun(reduce_ops):
             return reduce_ops.Average if average else reduce_ops.Sum
         return reduce_ops.Average
     return impl
+
+
+def is_version_greater_equal_than(ver, target):
+    """Whether version string `ver` is at least `target` (Horovod's helper)."""
+    from packaging import version
+    if not isinstance(ver, str) or not isinstance(target, str):
+        raise ValueError(f"is_version_greater_equal_than takes two strings, not "
+                         f"{type(ver).__name__} and {type(target).__name__}")
+    return version.parse(ver) >= version.parse(target)

@@ -1,5 +1,5 @@
 """horovod.tensorflow on libhvd: everything hvd.tensorflow provides, under Horovod's
-names (horovod.tensorflow.keras is not provided yet)."""
+names (horovod.tensorflow.keras is hvd.keras, for Keras 3)."""
 from hvd.tensorflow import *  # noqa: F401,F403 - the whole API is the point
 from hvd.tensorflow import (Compression, DistributedGradientTape,  # noqa: F401
                             HorovodInternalError, ProcessSet, global_process_set)

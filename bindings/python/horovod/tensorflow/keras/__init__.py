@@ -1,0 +1,13 @@
+"""horovod.tensorflow.keras on libhvd: Horovod's Keras API for Keras 3 (hvd.keras), on the TensorFlow
+and torch backends."""
+from hvd.keras import *  # noqa: F401,F403 - the whole API is the point
+from hvd.keras import (Compression, DistributedOptimizer, HorovodInternalError,  # noqa: F401
+                       PartialDistributedOptimizer, ProcessSet, broadcast_global_variables,
+                       global_process_set, load_model)
+
+from . import callbacks  # noqa: F401,E402 - horovod.tensorflow.keras.callbacks, as Horovod's
+
+
+def __getattr__(name):
+    from ..._unavailable import missing_attribute
+    raise missing_attribute(__name__, name)
