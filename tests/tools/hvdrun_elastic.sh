@@ -10,6 +10,8 @@
 #                  generation 1 finishes the job
 #   reset-limit    a rank fails in every generation: the second failure is more than
 #                  --reset-limit 1 allows
+#   signal         SIGTERM to hvdrun while generation 0 runs ends it and the job (143);
+#                  no generation follows
 #   discovery-fails  a discovery script failing on its first run ends the job (2); one
 #                  failing later is a warning (once) and its last list stays
 set -u
@@ -73,6 +75,19 @@ reset-limit)
   has "hvdrun: elastic: generation 1 failed: rank 0"
   has "hvdrun: elastic: the job ends: 2 failures, more than --reset-limit 1 restarts allow"
   grep -q "generation 2 on" "$work/err" && die "a generation started past --reset-limit"
+  ;;
+signal)
+  mkfifo "$work/ready"
+  "$hvdrun" -np 2 --host-discovery-script "$work/discover.sh" \
+    "$worker" "$work/log" loop "$work/ready" > "$work/out" 2> "$work/err" &
+  job=$!
+  timeout 120 head -n 1 "$work/ready" > /dev/null || { kill -KILL $job; die "generation 0 did not start"; }
+  kill -TERM $job
+  status=0
+  wait $job || status=$?
+  [ "$status" = 143 ] || die "status $status, expected 143"
+  has "hvdrun: elastic: generation 0 was stopped by Terminated; the job ends"
+  grep -q "generation 1 on" "$work/err" && die "a generation started after SIGTERM"
   ;;
 discovery-fails)
   printf '#!/bin/sh\nexit 4\n' > "$work/broken.sh"
