@@ -10,6 +10,8 @@
 #                  generation 1 finishes the job
 #   reset-limit    a rank fails in every generation: the second failure is more than
 #                  --reset-limit 1 allows
+#   state-hosts-gone  the only host of generation 0 fails and another is free: no
+#                  generation starts without a host holding the committed state
 #   signal         SIGTERM to hvdrun while generation 0 runs ends it and the job (143);
 #                  no generation follows
 #   discovery-fails  a discovery script failing on its first run ends the job (2); one
@@ -75,6 +77,15 @@ reset-limit)
   has "hvdrun: elastic: generation 1 failed: rank 0"
   has "hvdrun: elastic: the job ends: 2 failures, more than --reset-limit 1 restarts allow"
   grep -q "generation 2 on" "$work/err" && die "a generation started past --reset-limit"
+  ;;
+state-hosts-gone)
+  printf 'localhost:2\n127.0.0.1:2\n' > "$work/hosts"
+  run -np 2 --max-np 2 --elastic-timeout 3 --host-discovery-script "$work/discover.sh" \
+    "$worker" "$work/log" fail 0 1
+  [ "$status" = 1 ] || die "status $status, expected 1"
+  has "hvdrun: elastic: generation 0 on 1 host (localhost:2), 2 ranks"
+  has "hvdrun: elastic: the job ends: it needs one of the last generation's hosts (localhost:2), which hold the committed state, and had none for 3 s (--elastic-timeout): have 2 slots (127.0.0.1:2); left out after failures: localhost"
+  grep -q "generation 1 on" "$work/err" && die "a generation started on hosts without the state"
   ;;
 signal)
   mkfifo "$work/ready"

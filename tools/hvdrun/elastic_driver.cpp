@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <condition_variable>
@@ -207,9 +208,13 @@ int run_elastic_job(const LaunchOptions& options, const PlanContext& context) {
 
   int64_t failures = 0;
   std::string after;  // why this generation follows the last
+  HostList previous;  // the last generation's hosts: they hold the committed state
   for (int64_t generation = 0;; ++generation) {
-    // Enough slots: -np for the first generation, --min-np after.
+    // Enough slots: -np for the first generation, --min-np after; and one host of the
+    // last generation among them, or its committed state could not reach the new ones
+    // (Horovod ends the job then; hvdrun waits for one to come back).
     const int64_t needed = generation == 0 ? start_np : min_np;
+    const char* needed_flag = generation == 0 ? "-np" : "--min-np";
     HostList ranks;
     {
       std::unique_lock<std::mutex> lock(shared.mutex);
@@ -218,8 +223,16 @@ int run_elastic_job(const LaunchOptions& options, const PlanContext& context) {
       for (;;) {
         const HostList available = shared.hosts.available(monotonic_seconds());
         const int64_t slots = total_slots(available);
-        if (slots >= needed) {
-          ranks = assign_ranks(available, e.max_np);
+        const HostList candidate = assign_ranks(available, e.max_np);
+        const bool enough = slots >= needed;
+        auto was_in_previous = [&previous](const HostSlots& h) {
+          return std::any_of(previous.begin(), previous.end(),
+                             [&h](const HostSlots& p) { return p.host == h.host; });
+        };
+        const bool keeps_state =
+            previous.empty() || std::any_of(candidate.begin(), candidate.end(), was_in_previous);
+        if (enough && keeps_state) {
+          ranks = candidate;
           break;
         }
         if (g_stop_signal) {
@@ -233,18 +246,25 @@ int run_elastic_job(const LaunchOptions& options, const PlanContext& context) {
         for (const std::string& h : shared.hosts.blacklisted(monotonic_seconds()))
           out += (out.empty() ? "" : ", ") + h;
         if (!out.empty()) seen += "; left out after failures: " + out;
+        const std::string want =
+            enough ? "one of the last generation's hosts (" + describe_hosts(previous) +
+                         "), which hold the committed state"
+                   : std::to_string(needed) + " slots (" + needed_flag + ")";
         if (monotonic_seconds() >= deadline) {
           lock.unlock();
-          std::cerr << "hvdrun: elastic: the job ends: it needs " << needed << " slots ("
-                    << (generation == 0 ? "-np" : "--min-np") << ") and had fewer for "
-                    << e.elastic_timeout_s << " s (--elastic-timeout): " << seen
-                    << ". Add hosts, lower " << (generation == 0 ? "-np" : "--min-np")
-                    << " or raise --elastic-timeout\n";
+          std::cerr << "hvdrun: elastic: the job ends: it needs " << want << (enough ? "," : "") << " and had "
+                    << (enough ? "none" : "fewer") << " for " << e.elastic_timeout_s
+                    << " s (--elastic-timeout): " << seen << ". "
+                    << (enough ? std::string("Its state would start over on new hosts: restart the job "
+                                             "from a checkpoint")
+                               : std::string("Add hosts, lower ") + needed_flag +
+                                     " or raise --elastic-timeout")
+                    << "\n";
           return finish(1);
         }
         if (!announced) {
-          std::cerr << "hvdrun: elastic: waiting up to " << e.elastic_timeout_s << " s for "
-                    << needed << " slots: " << seen << "\n";
+          std::cerr << "hvdrun: elastic: waiting up to " << e.elastic_timeout_s << " s for " << want
+                    << ": " << seen << "\n";
           announced = true;
         }
         shared.changed.wait_for(lock, std::chrono::milliseconds(200));
@@ -253,6 +273,7 @@ int run_elastic_job(const LaunchOptions& options, const PlanContext& context) {
       shared.notified_for = shared.hosts.available(monotonic_seconds());
     }
     const int64_t np = total_slots(ranks);
+    previous = ranks;
     listener.new_generation(generation);
 
     // The generation's job, planned as a non-elastic run on its hosts.
