@@ -14,6 +14,8 @@
 #                  generation starts without a host holding the committed state
 #   signal         SIGTERM to hvdrun while generation 0 runs ends it and the job (143);
 #                  no generation follows
+#   launcher-hangs a launcher that stays after its ranks all returned 0 is ended and
+#                  the job is done (WORKER: the stand-in launcher)
 #   discovery-fails  a discovery script failing on its first run ends the job (2); one
 #                  failing later is a warning (once) and its last list stays
 set -u
@@ -99,6 +101,12 @@ signal)
   [ "$status" = 143 ] || die "status $status, expected 143"
   has "hvdrun: elastic: generation 0 was stopped by Terminated; the job ends"
   grep -q "generation 1 on" "$work/err" && die "a generation started after SIGTERM"
+  ;;
+launcher-hangs)
+  HVDRUN_MPIEXEC=$worker run -np 2 --host-discovery-script "$work/discover.sh" /bin/true
+  [ "$status" = 0 ] || die "status $status, expected 0"
+  has "hvdrun: every rank ended but the launcher did not within 10 s; ending it"
+  has "hvdrun: elastic: generation 0 finished: every rank returned 0; the job is done"
   ;;
 discovery-fails)
   printf '#!/bin/sh\nexit 4\n' > "$work/broken.sh"

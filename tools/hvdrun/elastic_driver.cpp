@@ -324,7 +324,8 @@ int run_elastic_job(const LaunchOptions& options, const PlanContext& context) {
       std::cerr << ended << " was stopped by " << strsignal(sig) << "; the job ends\n";
       return finish(report.forwarded_signal ? report.status : 128 + sig);
     }
-    if (report.failures.empty() && report.lost.empty() && report.status == 0) {
+    // Every rank returned 0: done, also when hvdrun had to end a launcher that stayed.
+    if (report.failures.empty() && report.lost.empty() && (report.status == 0 || report.ranks_ended >= np)) {
       std::cerr << ended << " finished: every rank returned 0; the job is done\n";
       return finish(0);
     }

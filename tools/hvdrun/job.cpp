@@ -171,6 +171,7 @@ JobReport run_prepared_job_report(const PreparedJob& job, const LaunchOptions& o
   report.started = true;
   report.forwarded_signal = outcome.forwarded_signal;
   report.failures = outcome.failures;
+  report.ranks_ended = static_cast<int64_t>(outcome.ranks_reported.size());
   // `hvdrun ... | head`: the reader closed the pipe and the launcher, writing the ranks'
   // output to it, died: of SIGPIPE (Hydra), or of SIGSEGV (Open MPI 4.1's mpirun ignores
   // SIGPIPE and crashes on the failed write). Not a fault: hvdrun ends quietly with the

@@ -35,6 +35,7 @@ struct JobReport {
   bool started = false;     // false: it could not start (a message was printed)
   int forwarded_signal = 0; // the user's signal passed on to it
   std::vector<RankExit> failures;  // the ranks' failures, earliest first
+  int64_t ranks_ended = 0;         // ranks whose monitors reported their exit
   std::vector<LostNode> lost;      // hosts lost with all their processes
   std::string verdict;      // the lines saying why it failed ("hvdrun: the job failed: ...")
 };
