@@ -87,7 +87,6 @@ void ElasticListener::new_generation(int64_t generation) {
     update_seq_ = 0;
     update_line_.clear();
   }
-  hellos_ = 0;
   wake();
 }
 
@@ -162,7 +161,6 @@ void ElasticListener::serve() {
         continue;
       }
       c.greeted = true;
-      ++hellos_;
     }
     const double now = monotonic_seconds();
     for (Connection& c : conns) {

@@ -37,8 +37,6 @@ class ElasticListener {
   // Sends HOSTS_UPDATED with Horovod's result bits to the generation's connections,
   // and to any that says HELLO later in this generation.
   void hosts_updated(int result);
-  // How many HELLOs of the current generation were taken.
-  int hellos() const { return hellos_.load(); }
 
  private:
   ElasticListener(int fd, int port, std::string token, int wake_read, int wake_write);
@@ -56,7 +54,6 @@ class ElasticListener {
   const std::string token_;
   int wake_read_, wake_write_;
   std::atomic<bool> stop_{false};
-  std::atomic<int> hellos_{0};
   std::mutex mutex_;  // guards what follows
   int64_t generation_ = 0;
   uint64_t generation_epoch_ = 0;  // grows with each new_generation
