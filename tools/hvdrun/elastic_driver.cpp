@@ -309,6 +309,11 @@ int run_elastic_job(const LaunchOptions& options, const PlanContext& context) {
     PreparedJob job{std::move(plan).value(), std::move(command).value()};
     job.command.launcher_env.emplace_back("HVD_ELASTIC_TOKEN", token);
 
+    if (g_stop_signal) {
+      std::cerr << "hvdrun: elastic: " << strsignal(g_stop_signal) << " before generation " << generation
+                << " started; the job ends\n";
+      return finish(128 + g_stop_signal);
+    }
     std::cerr << "hvdrun: elastic: generation " << generation << " on "
               << plural(static_cast<int64_t>(ranks.size()), "host", "hosts") << " (" << describe_hosts(ranks)
               << "), " << plural(np, "rank", "ranks") << after << "\n";
