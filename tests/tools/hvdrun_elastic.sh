@@ -4,6 +4,7 @@
 #   hvdrun_elastic.sh CASE HVDRUN WORKER
 #   grow           discovery grows localhost:2 to localhost:3: rank 0 is told
 #                  HOSTS_UPDATED, the ranks leave with 75, generation 1 runs 3 ranks
+#                  (with --verbose, which must not show the token)
 #   fail-single    a rank fails on the only host: it is left out, and the job ends
 #                  after --elastic-timeout naming the slots and hosts seen
 #   cooldown       the same with --blacklist-cooldown-range: the host comes back and
@@ -42,7 +43,7 @@ run() {
 
 case $case_name in
 grow)
-  run -np 2 --max-np 3 --host-discovery-script "$work/discover.sh" \
+  run --verbose -np 2 --max-np 3 --host-discovery-script "$work/discover.sh" \
     "$worker" "$work/log" grow 3 "$work/hosts" localhost:3
   [ "$status" = 0 ] || die "status $status, expected 0"
   has "hvdrun: elastic: generation 0 on 1 host (localhost:2), 2 ranks"
@@ -53,6 +54,8 @@ grow)
   grep -qE '^notified gen=0: HOSTS_UPDATED [0-9]+\.[0-9]+ 2$' "$work/log" || die "no HOSTS_UPDATED 2 in the log"
   for r in 0 1; do logged "gen=0 rank=$r size=2 host=localhost"; done
   for r in 0 1 2; do logged "gen=1 rank=$r size=3 host=localhost"; done
+  # --verbose shows the launcher's command lines, never the job's token.
+  grep -q "HVD_ELASTIC_TOKEN[= ][0-9a-f]" "$work/err" && die "--verbose printed the token"
   ;;
 fail-single)
   run -np 2 --elastic-timeout 3 --host-discovery-script "$work/discover.sh" \

@@ -306,8 +306,7 @@ int run_elastic_job(const LaunchOptions& options, const PlanContext& context) {
       std::cerr << "hvdrun: " << command.error() << "\n";
       return finish(kUsageError);
     }
-    PreparedJob job{std::move(plan).value(), std::move(command).value()};
-    job.command.launcher_env.emplace_back("HVD_ELASTIC_TOKEN", token);
+    PreparedJob job{std::move(plan).value(), std::move(command).value(), {{"HVD_ELASTIC_TOKEN", token}}};
 
     if (g_stop_signal) {
       std::cerr << "hvdrun: elastic: " << strsignal(g_stop_signal) << " before generation " << generation

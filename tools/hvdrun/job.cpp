@@ -151,6 +151,7 @@ JobReport run_prepared_job_report(const PreparedJob& job, const LaunchOptions& o
   if (options.verbose)
     std::cerr << "hvdrun: " << flavor_name(plan.flavor) << ": " << render_command(launched) << "\n";
   if (events) launched.launcher_env.emplace_back(kEventsTokenVariable, events->token());
+  for (const auto& secret : job.secret_launcher_env) launched.launcher_env.push_back(secret);
 
   Status resolvable = check_hosts_resolve(plan.hosts, plan.mpi_args);
   if (!resolvable) return ends(usage_error(resolvable.error()));

@@ -24,6 +24,8 @@ int usage_error(const std::string& message);
 struct PreparedJob {
   LaunchPlan plan;
   LaunchCommand command;
+  // Set in the launcher's environment too, but never printed (--verbose): tokens.
+  EnvList secret_launcher_env;
 };
 
 // Plans and builds the job; an error is a usage error. Prints the plan's warnings.
