@@ -31,7 +31,8 @@
 #                                           node ("2" on every node, or "3,1"); more
 #                                           ranks than slots go round robin over
 #                                           one-slot nodes, with either MPI
-#   netlab.sh hvdrun DIR SLOTS ARGS...      hvdrun (HVDRUN, default hvdrun) likewise
+#   netlab.sh hvdrun DIR SLOTS ARGS...      hvdrun (HVDRUN, default hvdrun) likewise;
+#                                           SLOTS "-": no -H (--host-discovery-script)
 #   netlab.sh args DIR                      print the launcher arguments, one a line
 #   netlab.sh hosts DIR SLOTS               print the hosts ("name:2,name:2")
 #   netlab.sh nodes DIR                     print the node names, one a line
@@ -485,7 +486,8 @@ cmd_mpiexec() {
 
 cmd_hvdrun() {
   [ $# -ge 2 ] || usage
-  load "$1"; h=$(hosts "$2"); shift 2
+  # SLOTS "-": no -H (an elastic job's hosts come from its discovery script).
+  load "$1"; h=; [ "$2" = - ] || h=$(hosts "$2"); shift 2
   hvdrun=${HVDRUN:-hvdrun}
   # hvdrun's launcher: HVDRUN_MPIEXEC, else that of the MPI hvdrun was built with.
   if [ -n "${HVDRUN_MPIEXEC:-}" ]; then
@@ -494,7 +496,7 @@ cmd_hvdrun() {
     case $("$hvdrun" --check-build 2>&1 || true) in *"Open MPI"*) f=openmpi ;; *) f=mpich ;; esac
   fi
   p=$(preload "$f")
-  exec "$hvdrun" -H "$h" --mpi-args "$(launcher_args "$f" | tr '\n' ' ')" \
+  exec "$hvdrun" ${h:+-H "$h"} --mpi-args "$(launcher_args "$f" | tr '\n' ' ')" \
     -x UCX_TLS=tcp,self -x UCX_NET_DEVICES=eth0 ${p:+-x "LD_PRELOAD=$p"} "$@"
 }
 

@@ -84,7 +84,10 @@ usage-errors)
   expect_error "unknown option '--no-such-option': hvdrun does not know it" -- \
     "$hvdrun" -np 2 --no-such-option prog
   expect_error "-np/--num-proc expects a whole number of ranks, got 'abc'" -- "$hvdrun" -np abc prog
-  expect_error "--min-np: elastic training" -- "$hvdrun" -np 2 --min-np 1 prog
+  expect_error "--min-np is an elastic training option: add --host-discovery-script" -- \
+    "$hvdrun" -np 2 --min-np 1 prog
+  expect_error "-H and --host-discovery-script" -- \
+    "$hvdrun" -np 2 -H a:2 --host-discovery-script ./d.sh prog
   printf 'params:\n  cycle_time_ms: soon\n' >"$work/bad.yaml"
   expect_error "--config-file $work/bad.yaml, line 2: params.cycle_time_ms: expects a number, got 'soon'" -- \
     "$hvdrun" -np 2 --config-file "$work/bad.yaml" prog
@@ -95,13 +98,13 @@ usage-errors)
 help)
   "$hvdrun" --help >"$work/help" || die "--help failed"
   for part in SYNOPSIS "-np, --num-proc N" "--fusion-threshold-mb MB" "EXIT STATUS" EXAMPLES \
-      "the launcher of the MPI" "REFUSED HOROVODRUN FLAGS" "response cache"; do
+      "the launcher of the MPI" "REFUSED HOROVODRUN FLAGS" "response cache" \
+      "--host-discovery-script SCRIPT" "--min-np, --min-num-proc N" \
+      "--blacklist-cooldown-range MIN MAX"; do
     grep -qF -- "$part" "$work/help" || die "--help lacks $part"
   done
   # Every flag hvdrun refuses is in the manual, which takes them from the same list.
-  for flag in --min-np --min-num-proc --max-np --max-num-proc --slots-per-host \
-      --elastic-timeout --reset-limit --blacklist-cooldown-range --host-discovery-script \
-      --gloo --jsrun; do
+  for flag in --gloo --jsrun; do
     grep -qE -- "(^| )$flag[,:]" "$work/help" || die "--help does not list the refused $flag"
     HVDRUN_MPIEXEC="$fakes/fake_mpich" "$hvdrun" -np 1 "$flag" x prog >/dev/null 2>"$work/refused"
     status=$?

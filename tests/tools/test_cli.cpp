@@ -236,17 +236,54 @@ void horovodrun_flags_without_effect(void**) {
   assert_false(parse_ok({"-np", "2", "--no-rank-prefix", "prog"}).rank_prefix);
 }
 
+void elastic_options(void**) {
+  LaunchOptions o = parse_ok({"-np", "4", "--min-np", "2", "--max-np", "8", "--slots-per-host", "2",
+                              "--host-discovery-script", "./discover.sh", "--elastic-timeout", "30",
+                              "--reset-limit", "3", "--blacklist-cooldown-range", "10", "100", "prog"});
+  assert_true(o.elastic.has_value());
+  assert_string_equal(o.elastic->discovery_script.c_str(), "./discover.sh");
+  assert_int_equal(*o.num_proc, 4);
+  assert_int_equal(*o.elastic->min_np, 2);
+  assert_int_equal(*o.elastic->max_np, 8);
+  assert_int_equal(*o.elastic->slots_per_host, 2);
+  assert_int_equal(*o.elastic->reset_limit, 3);
+  assert_true(o.elastic->elastic_timeout_s == 30);
+  assert_int_equal(o.elastic->cooldown_range->first, 10);
+  assert_int_equal(o.elastic->cooldown_range->second, 100);
+  assert_string_equal(o.command[0].c_str(), "prog");
+  // Horovod's defaults: --min-np is -np, -np is --min-np, no --max-np, 600 s.
+  o = parse_ok({"-np", "3", "--host-discovery-script", "d.sh", "prog"});
+  assert_int_equal(*o.elastic->min_np, 3);
+  assert_false(o.elastic->max_np.has_value());
+  assert_true(o.elastic->elastic_timeout_s == 600);
+  assert_false(o.elastic->cooldown_range.has_value());
+  o = parse_ok({"--min-np", "2", "--host-discovery-script", "d.sh", "prog"});
+  assert_int_equal(*o.num_proc, 2);
+  assert_contains(parse_error({"--host-discovery-script", "d.sh", "prog"}), "-np is missing");
+  assert_contains(parse_error({"-np", "2", "-H", "a:2", "--host-discovery-script", "d.sh", "prog"}),
+                  "-H and --host-discovery-script");
+  assert_contains(parse_error({"-np", "2", "--min-np", "3", "--host-discovery-script", "d.sh", "prog"}),
+                  "--min-np 3 is more than -np 2");
+  assert_contains(parse_error({"-np", "4", "--max-np", "3", "--host-discovery-script", "d.sh", "prog"}),
+                  "--max-np 3 is less than -np 4");
+  assert_contains(parse_error({"-np", "2", "--blacklist-cooldown-range", "0", "5",
+                               "--host-discovery-script", "d.sh", "prog"}),
+                  "1 <= MIN <= MAX <= 3600");
+  assert_contains(parse_error({"-np", "2", "--reset-limit", "-1", "--host-discovery-script", "d.sh", "prog"}),
+                  "--reset-limit -1: must be at least 0");
+}
+
 void horovodrun_flags_refused(void**) {
+  // The elastic options need a discovery script, and say so.
   for (const char* elastic : {"--min-np", "--max-np", "--min-num-proc", "--max-num-proc",
-                              "--slots-per-host", "--elastic-timeout", "--reset-limit",
-                              "--host-discovery-script"}) {
+                              "--slots-per-host", "--slots", "--elastic-timeout", "--reset-limit"}) {
     std::string e = parse_error({"-np", "2", elastic, "4", "prog"});
-    assert_contains(e, std::string(elastic) + ": elastic training");
-    assert_contains(e, "not supported by libhvd");
+    assert_contains(e, std::string(elastic).substr(0, 6));
+    assert_contains(e, "is an elastic training option: add --host-discovery-script SCRIPT");
   }
   assert_contains(parse_error({"-np", "2", "--blacklist-cooldown-range", "10", "100", "prog"}),
-                  "--blacklist-cooldown-range: elastic training");
-  assert_contains(parse_error({"-np", "2", "--min-np=1", "prog"}), "--min-np: elastic");
+                  "--blacklist-cooldown-range is an elastic training option");
+  assert_contains(parse_error({"-np", "2", "--min-np=1", "prog"}), "--min-np is an elastic");
   assert_contains(parse_error({"-np", "2", "--gloo", "prog"}), "--gloo: libhvd has no Gloo");
   // Unknown options say so, instead of CLI11's "argument was not expected".
   std::string e = parse_error({"-np", "2", "--no-such-flag", "prog"});
@@ -420,6 +457,7 @@ int main(void) {
       cmocka_unit_test(scaling_options),
       cmocka_unit_test(scaling_errors),
       cmocka_unit_test(horovodrun_flags_without_effect),
+      cmocka_unit_test(elastic_options),
       cmocka_unit_test(horovodrun_flags_refused),
       cmocka_unit_test(help_is_a_manual),
       cmocka_unit_test(config_file_keys),

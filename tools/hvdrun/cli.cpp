@@ -2,9 +2,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
 #include <memory>
 
 #include "cli_compat.h"
+#include "cli_elastic.h"
 #include "config_file.h"
 #include "cli_option.h"
 #include "cli_scaling.h"
@@ -18,6 +20,8 @@ constexpr const char* kDescription =
     "\n"
     "SYNOPSIS\n"
     "    hvdrun -np N [-H host:slots,... | --hostfile FILE] [options] command [args...]\n"
+    "    hvdrun -np N --host-discovery-script SCRIPT [--min-np N] [--max-np N] [options]\n"
+    "        command [args...]\n"
     "    hvdrun --scaling N,N,... [-H host:slots,... | --hostfile FILE] [options] command [args...]\n"
     "    hvdrun --check-build | --version | --help\n"
     "\n"
@@ -33,7 +37,14 @@ constexpr const char* kDescription =
     "    (or after `--`) is the command, passed to the ranks exactly as given: no\n"
     "    shell runs it, so spaces, quotes and `;` in arguments arrive unchanged.\n"
     "    SIGINT and SIGTERM sent to hvdrun are passed on to the job; a job still\n"
-    "    running 10 s later is killed.\n";
+    "    running 10 s later is killed.\n"
+    "\n"
+    "    With --host-discovery-script the job is elastic: it runs as a sequence of\n"
+    "    MPI jobs (generations) on the hosts the script reports, a new generation\n"
+    "    when hosts come or go (the ranks leave with status 75) or a rank fails (its\n"
+    "    host is left out). Each rank sees HOROVOD_ELASTIC=1, HVD_ELASTIC_GENERATION,\n"
+    "    HVD_ELASTIC_STATE_DIR, HVD_ELASTIC_DRIVER, HVD_ELASTIC_TOKEN and\n"
+    "    HOROVOD_HOSTNAME; hvd.elastic.run uses them (docs/elastic.md).\n";
 
 constexpr const char* kFooter =
     "ENVIRONMENT\n"
@@ -42,12 +53,19 @@ constexpr const char* kFooter =
     "    HVDRUN_PYTHON   the Python that draws --plot (needs matplotlib); default\n"
     "                    the job's interpreter when the command is one (python3,\n"
     "                    /usr/bin/python3.11, ...), else python3 from PATH.\n"
+    "    HVDRUN_ELASTIC_ADDRESS  elastic jobs: the address the hosts reach this\n"
+    "                    machine's notification listener at (default 127.0.0.1 for\n"
+    "                    local hosts, else the address routed towards the hosts).\n"
+    "    HOROVOD_ELASTIC_TIMEOUT  --elastic-timeout's default.\n"
     "\n"
     "EXIT STATUS\n"
     "    The job's exit status (128+N when the launcher was killed by signal N, or\n"
     "    when hvdrun was sent SIGINT, SIGTERM or SIGHUP and passed it on to the job);\n"
     "    2 for a usage error (bad option, -np larger than the slots, bad host list,\n"
     "    unreadable hostfile, missing command); 127 when no MPI launcher can be run.\n"
+    "    Elastic: 0 when a generation's ranks all return 0; the failed generation's\n"
+    "    status when --reset-limit is exceeded; 1 when fewer than --min-np slots\n"
+    "    remained for --elastic-timeout seconds.\n"
     "    With --scaling: the first failed run's status; 1 when a run wrote no step\n"
     "    summary or --json/--plot could not be written (the table is printed first).\n"
     "\n"
@@ -57,6 +75,8 @@ constexpr const char* kFooter =
     "    hvdrun -np 8 --hostfile hosts.txt -x NCCL_DEBUG=INFO -x PYTHONPATH python train.py\n"
     "    hvdrun -np 4 -H nodeA:2,nodeB:2 --mpi-args \"-launcher fork\" ./train_linear\n"
     "    hvdrun -np 2 --output-filename logs ./train_linear   # logs/rank.0.stdout, ...\n"
+    "    hvdrun -np 4 --min-np 2 --max-np 8 --host-discovery-script ./discover_hosts.sh \\\n"
+    "        python train.py                                   # elastic\n"
     "    hvdrun -np 2 --dry-run python train.py               # print the mpiexec command\n"
     "    hvdrun --scaling 1,2,4 --samples-per-step 32 --price-per-hour 2.5 --hours 24 \\\n"
     "        --json scaling.json --plot scaling.png python train.py\n";
@@ -141,7 +161,8 @@ bool valid_env_name(const std::string& name) {
 }
 
 std::unique_ptr<CLI::App> make_app(LaunchOptions& o, std::vector<std::string>& env_args,
-                                   ScalingArgs& sc, std::optional<std::string>& num_proc_text) {
+                                   ScalingArgs& sc, ElasticArgs& el,
+                                   std::optional<std::string>& num_proc_text) {
   auto app = std::make_unique<CLI::App>(kDescription, "hvdrun");
   app->formatter(std::make_shared<ManFormatter>());
   app->footer(refused_flags_help() + kFooter);
@@ -314,6 +335,7 @@ std::unique_ptr<CLI::App> make_app(LaunchOptions& o, std::vector<std::string>& e
   app->add_flag("--dry-run", o.dry_run, "Print the MPI command line and exit without running")
       ->group(out);
 
+  add_elastic_options(*app, el);
   add_scaling_options(*app, sc);
   add_ineffective_horovodrun_flags(*app, o);
   tuning(app->add_flag_callback("--no-autotune", [&t] { t.autotune = false; },
@@ -359,6 +381,12 @@ std::string split_arguments(const CLI::App& app, const std::vector<std::string>&
       own.push_back(tok);
       continue;
     }
+    if (opt->get_expected_min() > 1) {
+      // --blacklist-cooldown-range MIN MAX: its words, as given.
+      own.push_back(tok);
+      for (int k = 0; k < opt->get_expected_min() && i + 1 < args.size(); ++k) own.push_back(args[++i]);
+      continue;
+    }
     // Attaching the value keeps CLI11 from reading "-launcher fork" as an option.
     const std::string& value = args[++i];
     if (tok.rfind("--", 0) == 0) {
@@ -386,10 +414,11 @@ CliOutcome parse_command_line(const std::vector<std::string>& args) {
   CliOutcome outcome;
   std::vector<std::string> env_args;
   ScalingArgs scaling;
+  ElasticArgs elastic;
   std::optional<std::string> num_proc_text;
   std::unique_ptr<CLI::App> app;
   try {
-    app = make_app(outcome.options, env_args, scaling, num_proc_text);
+    app = make_app(outcome.options, env_args, scaling, elastic, num_proc_text);
   } catch (const std::exception& e) {
     return error(std::string("internal error building the option table: ") + e.what());
   }
@@ -456,6 +485,11 @@ CliOutcome parse_command_line(const std::vector<std::string>& args) {
   auto checked = check_scaling(scaling, o);
   if (!checked) return error(checked.error());
   o.scaling = std::move(checked).value();
+  const char* env_timeout = std::getenv("HOROVOD_ELASTIC_TIMEOUT");
+  auto elastic_checked = check_elastic(
+      elastic, o, env_timeout ? std::optional<std::string>(env_timeout) : std::nullopt);
+  if (!elastic_checked) return error(elastic_checked.error());
+  o.elastic = std::move(elastic_checked).value();
 
   bool informational = o.check_build || o.version;
   if (o.command.empty() && !informational)
@@ -472,8 +506,9 @@ std::string help_text() {
   LaunchOptions unused;
   std::vector<std::string> env_args;
   ScalingArgs scaling;
+  ElasticArgs elastic;
   std::optional<std::string> num_proc_text;
-  auto app = make_app(unused, env_args, scaling, num_proc_text);
+  auto app = make_app(unused, env_args, scaling, elastic, num_proc_text);
   return app->help();
 }
 

@@ -25,35 +25,21 @@ std::string normalize_alias(const std::string& tok) {
 
 namespace {
 
-// horovodrun's elastic flags: one reason, one remedy.
-const char* const kElasticFlags[] = {"--min-np",        "--min-num-proc",
-                                     "--max-np",        "--max-num-proc",
-                                     "--slots-per-host", "--elastic-timeout",
-                                     "--reset-limit",   "--blacklist-cooldown-range",
-                                     "--host-discovery-script"};
-
 struct RefusedFlag {
   const char* name;
   const char* message;  // why, and what to do instead
 };
-const RefusedFlag kOtherRefusedFlags[] = {
+const RefusedFlag kRefusedFlags[] = {
     {"--gloo", "libhvd has no Gloo controller; hvdrun always runs the job on MPI, so leave --gloo out"},
     {"--jsrun", "hvdrun starts jobs with MPICH, Open MPI or Intel MPI, not IBM's jsrun; leave --jsrun out"},
 };
-
-const char kElasticMessage[] =
-    "elastic training (ranks joining and leaving a running job) is not supported by libhvd; "
-    "run a fixed number of ranks with -np and -H or --hostfile, and restart the job from its "
-    "last checkpoint if a host fails";
 
 }  // namespace
 
 // horovodrun flags hvdrun refuses, with what to do instead: the job would not be
 // the one asked for.
 std::optional<std::string> refused_flag(const std::string& name) {
-  for (const char* e : kElasticFlags)
-    if (name == e) return name + ": " + kElasticMessage;
-  for (const RefusedFlag& r : kOtherRefusedFlags)
+  for (const RefusedFlag& r : kRefusedFlags)
     if (name == r.name) return name + ": " + r.message;
   return std::nullopt;
 }
@@ -63,17 +49,7 @@ std::string refused_flags_help() {
       "REFUSED HOROVODRUN FLAGS\n"
       "    These horovodrun flags stop hvdrun with status 2 and a message saying what\n"
       "    to do instead, since the job would not be the one asked for:\n";
-  std::string line = "   ";
-  for (const char* e : kElasticFlags) {
-    if (line.size() + 1 + std::strlen(e) + 1 > 80) {
-      text += line + "\n";
-      line = "   ";
-    }
-    line += std::string(" ") + e + ",";
-  }
-  line.back() = ':';
-  text += line + "\n        elastic training; libhvd runs a fixed number of ranks.\n";
-  for (const RefusedFlag& r : kOtherRefusedFlags) {
+  for (const RefusedFlag& r : kRefusedFlags) {
     const char* semicolon = std::strchr(r.message, ';');
     text += std::string("    ") + r.name + ": " +
             std::string(r.message, semicolon ? static_cast<size_t>(semicolon - r.message)

@@ -18,7 +18,7 @@ namespace hvdrun {
 // "-np 4" is "--num-proc 4" (also -cb, -hostfile, -prefix-timestamp), "=value" kept.
 std::string normalize_alias(const std::string& tok);
 
-// The message for a horovodrun flag hvdrun refuses (elastic training, Gloo, jsrun), given the flag's name; nothing for any other name.
+// The message for a horovodrun flag hvdrun refuses (Gloo, jsrun), given the flag's name; nothing for any other name.
 std::optional<std::string> refused_flag(const std::string& name);
 
 // The manual's section listing every refused flag, from the same list as refused_flag.

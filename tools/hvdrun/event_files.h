@@ -18,6 +18,9 @@
 
 namespace hvdrun {
 
+// 32 random hex characters (getrandom); empty if the kernel gives none.
+std::string random_token();
+
 // The variable that gives the job's token to the rank monitors; the monitor removes it
 // from the environment of the rank it starts.
 inline constexpr const char* kEventsTokenVariable = "HVDRUN_EVENTS_TOKEN";

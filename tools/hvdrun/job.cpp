@@ -75,21 +75,24 @@ bool output_reader_gone() {
 
 // The last line names the lost hosts and their ranks. A rank that failed on its own
 // is said first; one killed by a signal (Open MPI's mpirun ends the survivors with
-// SIGTERM once it lost a daemon) is the launcher's cleanup, not the cause.
-int report_lost_nodes(const std::vector<LostNode>& lost, const JobOutcome& outcome, const LaunchPlan& plan) {
+// SIGTERM once it lost a daemon) is the launcher's cleanup, not the cause. Returns
+// the status and the lines to print.
+std::pair<int, std::string> report_lost_nodes(const std::vector<LostNode>& lost, const JobOutcome& outcome,
+                                              const LaunchPlan& plan) {
+  std::string text;
   if (outcome.first_failure && outcome.first_failure->signal != SIGTERM &&
       outcome.first_failure->signal != SIGKILL)
-    std::cerr << "hvdrun: before that, " << describe_rank_exit(*outcome.first_failure) << "\n";
+    text += "hvdrun: before that, " + describe_rank_exit(*outcome.first_failure) + "\n";
   const long family = outcome.loss_lines.job_family() ? *outcome.loss_lines.job_family() : outcome.job_family;
   if (plan.flavor == MpiFlavor::OpenMpi)
     for (const LostNode& node : lost) remove_lost_session_dir(node.host, family);
   const int status = outcome.exit_status != 0 ? outcome.exit_status : 1;
   const char* launcher = plan.flavor == MpiFlavor::OpenMpi ? "mpirun" : "mpiexec";
-  std::cerr << "hvdrun: the job failed: " << describe_lost_nodes(lost) << ": "
-            << (lost.size() == 1 ? "its processes ended" : "their processes ended")
-            << " without a word and " << launcher << " lost its connection to "
-            << (lost.size() == 1 ? "it" : "them") << "; exiting with status " << status << "\n";
-  return status;
+  text += "hvdrun: the job failed: " + describe_lost_nodes(lost) + ": " +
+          (lost.size() == 1 ? "its processes ended" : "their processes ended") + " without a word and " +
+          launcher + " lost its connection to " + (lost.size() == 1 ? "it" : "them") +
+          "; exiting with status " + std::to_string(status) + "\n";
+  return {status, text};
 }
 
 }  // namespace
@@ -111,7 +114,13 @@ Result<PreparedJob> prepare_job(const LaunchOptions& options, const PlanContext&
   return PreparedJob{std::move(plan).value(), std::move(command).value()};
 }
 
-int run_prepared_job(const PreparedJob& job, const LaunchOptions& options) {
+JobReport run_prepared_job_report(const PreparedJob& job, const LaunchOptions& options,
+                                  int64_t expected_ranks) {
+  JobReport report;
+  auto ends = [&report](int status) {
+    report.status = status;
+    return report;
+  };
   const LaunchPlan& plan = job.plan;
   // Each rank runs under the monitor, so that hvdrun learns which rank failed first
   // (and ends a job whose other ranks would wait in MPI_Init for ever). With
@@ -127,13 +136,14 @@ int run_prepared_job(const PreparedJob& job, const LaunchOptions& options) {
       monitor_each_rank(&launched, plan, self,
                         plan.output_dir ? *plan.output_dir + "/" + kEventsFolderPrefix + "XXXXXX" : "");
     std::cout << render_command(launched) << "\n";
-    return 0;
+    report.started = true;
+    return ends(0);
   }
 
   std::optional<EventFolder> events;
   if (plan.output_dir) {
     auto prepared = prepare_output_folder(plan);
-    if (!prepared) return usage_error(prepared.error());
+    if (!prepared) return ends(usage_error(prepared.error()));
     events.emplace(std::move(prepared).value());
   }
   if (watch_ranks) monitor_each_rank(&launched, plan, self, events ? events->path() : "");
@@ -141,28 +151,33 @@ int run_prepared_job(const PreparedJob& job, const LaunchOptions& options) {
   if (options.verbose)
     std::cerr << "hvdrun: " << flavor_name(plan.flavor) << ": " << render_command(launched) << "\n";
   if (events) launched.launcher_env.emplace_back(kEventsTokenVariable, events->token());
+  for (const auto& secret : job.secret_launcher_env) launched.launcher_env.push_back(secret);
 
   Status resolvable = check_hosts_resolve(plan.hosts, plan.mpi_args);
-  if (!resolvable) return usage_error(resolvable.error());
+  if (!resolvable) return ends(usage_error(resolvable.error()));
   if (!plan.network_interfaces.empty() && ranks_run_here(plan.hosts, plan.mpi_args)) {
     Status present = check_network_interfaces(plan.network_interfaces, local_interfaces());
-    if (!present) return usage_error(present.error());
+    if (!present) return ends(usage_error(present.error()));
   }
 
   std::cout.flush();
   std::cerr.flush();
-  JobOutcome outcome =
-      run_job(launched, watch_ranks, watch_ranks && events ? &*events : nullptr, options.verbose);
+  JobOutcome outcome = run_job(launched, watch_ranks, watch_ranks && events ? &*events : nullptr,
+                               options.verbose, watch_ranks ? expected_ranks : 0);
   events.reset();
   if (!outcome.started) {
     std::cerr << "hvdrun: " << outcome.error << "\n";
-    return kNoLauncher;
+    return ends(kNoLauncher);
   }
+  report.started = true;
+  report.forwarded_signal = outcome.forwarded_signal;
+  report.failures = outcome.failures;
+  report.ranks_ended = static_cast<int64_t>(outcome.ranks_reported.size());
   // `hvdrun ... | head`: the reader closed the pipe and the launcher, writing the ranks'
   // output to it, died: of SIGPIPE (Hydra), or of SIGSEGV (Open MPI 4.1's mpirun ignores
   // SIGPIPE and crashes on the failed write). Not a fault: hvdrun ends quietly with the
   // status a shell gives any program stopped that way, as other Unix tools do.
-  if (outcome.launcher_crash_signal && output_reader_gone()) return 128 + SIGPIPE;
+  if (outcome.launcher_crash_signal && output_reader_gone()) return ends(128 + SIGPIPE);
   if (outcome.launcher_crash_signal)
     std::cerr << "hvdrun: " << launched.argv[0] << " itself died of signal " << outcome.launcher_crash_signal
               << " (" << strsignal(outcome.launcher_crash_signal)
@@ -180,17 +195,28 @@ int run_prepared_job(const PreparedJob& job, const LaunchOptions& options) {
         outcome.loss_lines, ended_first, plan.hosts,
         planned_ranks_by_host(plan.hosts, plan.num_proc, plan.flavor, plan.binding_args.has_value()),
         outcome.ranks_reported);
-    if (!lost.empty()) return report_lost_nodes(lost, outcome, plan);
+    if (!lost.empty()) {
+      report.lost = lost;
+      auto [status, text] = report_lost_nodes(lost, outcome, plan);
+      report.verdict = text;
+      return ends(status);
+    }
   }
   if (outcome.first_failure && !outcome.forwarded_signal) {
     // The launcher's own summary may blame a rank it killed while cleaning up.
     const RankExit& failed = *outcome.first_failure;
-    std::cerr << "hvdrun: the job failed: " << describe_rank_exit(failed)
-              << (failed.left_peers_waiting ? "; exiting with status " : " first; exiting with its status ")
-              << failed.shell_status() << "\n";
-    return outcome.first_failure->shell_status();
+    report.verdict = "hvdrun: the job failed: " + describe_rank_exit(failed) +
+                     (failed.left_peers_waiting ? "; exiting with status " : " first; exiting with its status ") +
+                     std::to_string(failed.shell_status()) + "\n";
+    return ends(failed.shell_status());
   }
-  return outcome.exit_status;
+  return ends(outcome.exit_status);
+}
+
+int run_prepared_job(const PreparedJob& job, const LaunchOptions& options) {
+  const JobReport report = run_prepared_job_report(job, options);
+  std::cerr << report.verdict;
+  return report.status;
 }
 
 }  // namespace hvdrun

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "command_builder.h"
+#include "lost_node.h"
+#include "rank_exit.h"
 #include "options.h"
 #include "plan.h"
 #include "result.h"
@@ -21,10 +24,28 @@ int usage_error(const std::string& message);
 struct PreparedJob {
   LaunchPlan plan;
   LaunchCommand command;
+  // Set in the launcher's environment too, but never printed (--verbose): tokens.
+  EnvList secret_launcher_env;
 };
 
 // Plans and builds the job; an error is a usage error. Prints the plan's warnings.
 Result<PreparedJob> prepare_job(const LaunchOptions& options, const PlanContext& context);
+
+// How a job ended, for a caller that decides what comes next (an elastic job).
+struct JobReport {
+  int status = 0;           // what hvdrun exits with for this job alone
+  bool started = false;     // false: it could not start (a message was printed)
+  int forwarded_signal = 0; // the user's signal passed on to it
+  std::vector<RankExit> failures;  // the ranks' failures, earliest first
+  int64_t ranks_ended = 0;         // ranks whose monitors reported their exit
+  std::vector<LostNode> lost;      // hosts lost with all their processes
+  std::string verdict;      // the lines saying why it failed ("hvdrun: the job failed: ...")
+};
+
+// Runs it as run_prepared_job does, printing everything but the verdict. expected_ranks
+// (0: none): see run_job.
+JobReport run_prepared_job_report(const PreparedJob& job, const LaunchOptions& options,
+                                  int64_t expected_ranks = 0);
 
 // Runs it (or, with --dry-run, prints the command) and returns the status hvdrun
 // exits with: the first failed rank's, else the launcher's; kUsageError or

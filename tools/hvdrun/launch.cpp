@@ -114,15 +114,15 @@ void read_event_files(EventFolder& events, bool verbose, JobWatch* watch) {
 
 // Waits for the launcher while relaying its stderr (err_fd), ending the job when a
 // rank monitor reports the first failure. Returns the launcher's wait status.
-int relay_and_wait(pid_t pid, int err_fd, EventFolder* events, bool verbose, JobOutcome* outcome,
-                   bool* ended_by_hvdrun) {
+int relay_and_wait(pid_t pid, int err_fd, EventFolder* events, bool verbose, int64_t expected_ranks,
+                   JobOutcome* outcome, bool* ended_by_hvdrun) {
   StderrRelay relay;
   // Hydra's proxies, watched for the one whose end the launcher reacts to.
   LauncherChildren children(pid);
   double scanned_at = -1;
   bool open = true, exited = false;
   int status = 0;
-  double failed_at = -1, terminated_at = -1, exited_at = -1, signalled_at = -1;
+  double failed_at = -1, terminated_at = -1, exited_at = -1, signalled_at = -1, all_gone_at = -1;
   bool killed = false;
   char buf[65536];
   while (open || !exited) {
@@ -172,6 +172,18 @@ int relay_and_wait(pid_t pid, int err_fd, EventFolder* events, bool verbose, Job
       ::kill(-pid, SIGTERM);
       terminated_at = monotonic_seconds();
     }
+    // Every rank has ended and the launcher runs on: nothing is left for it to do.
+    if (expected_ranks > 0 && all_gone_at < 0 &&
+        static_cast<int64_t>(relay.watch().exited().size()) >= expected_ranks)
+      all_gone_at = monotonic_seconds();
+    if (all_gone_at >= 0 && terminated_at < 0 && !exited &&
+        monotonic_seconds() - all_gone_at > kRanksGoneSeconds) {
+      write_all(STDERR_FILENO, "hvdrun: every rank ended but the launcher did not within " +
+                                   std::to_string(static_cast<int>(kRanksGoneSeconds)) +
+                                   " s; ending it\n");
+      ::kill(-pid, SIGTERM);
+      terminated_at = monotonic_seconds();
+    }
     if (terminated_at >= 0 && !exited && !killed &&
         monotonic_seconds() - terminated_at > kTerminateGraceSeconds) {
       ::kill(-pid, SIGKILL);
@@ -186,6 +198,7 @@ int relay_and_wait(pid_t pid, int err_fd, EventFolder* events, bool verbose, Job
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
   outcome->first_failure = relay.first_failure();
+  outcome->failures = relay.watch().failures();
   outcome->proxies_ended_first = children.ended_first();
   outcome->job_family = children.job_family();
   outcome->ranks_reported = relay.watch().exited();
@@ -196,7 +209,7 @@ int relay_and_wait(pid_t pid, int err_fd, EventFolder* events, bool verbose, Job
 }  // namespace
 
 JobOutcome run_job(const LaunchCommand& command, bool watch_ranks, EventFolder* events,
-                   bool verbose) {
+                   bool verbose, int64_t expected_ranks) {
   JobOutcome outcome;
   if (command.argv.empty()) {
     outcome.error = "empty command";
@@ -289,7 +302,8 @@ JobOutcome run_job(const LaunchCommand& command, bool watch_ranks, EventFolder* 
   bool ended_by_hvdrun = false;
   if (watch_ranks) {
     ::close(err_pipe[1]);
-    status = relay_and_wait(pid, err_pipe[0], events, verbose, &outcome, &ended_by_hvdrun);
+    status = relay_and_wait(pid, err_pipe[0], events, verbose, expected_ranks, &outcome,
+                            &ended_by_hvdrun);
     ::close(err_pipe[0]);
   } else {
     // Polled, not blocked in waitpid: a job that outlives a forwarded signal is ended.

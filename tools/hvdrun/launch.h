@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "command_builder.h"
 #include "event_files.h"
@@ -22,6 +23,7 @@ struct JobOutcome {
   int exit_status = 127;  // the job's status; 128+N if killed by signal N
   std::string error;      // why it could not start
   std::optional<RankExit> first_failure;  // watch_ranks: the earliest rank failure
+  std::vector<RankExit> failures;         // watch_ranks: every rank failure, earliest first
   int forwarded_signal = 0;  // a signal hvdrun passed on to the job (the user stopped it)
   // A signal that ended the launcher itself, neither passed on by hvdrun nor sent by it
   // to end a failed job: the launcher crashed (Open MPI's mpirun has segfaulted while
@@ -37,8 +39,13 @@ struct JobOutcome {
 
 // events: with watch_ranks, where the rank monitors write their markers as files
 // instead of stderr (--output-filename); null: stderr only. verbose: say what was
-// found there that is not a monitor's marker.
+// found there that is not a monitor's marker. expected_ranks (with watch_ranks; 0: not
+// known): once that many ranks have reported their exit, a launcher still running
+// kRanksGoneSeconds later is ended (SIGTERM, then SIGKILL): nothing of the job is left
+// for it to wait for.
 JobOutcome run_job(const LaunchCommand& command, bool watch_ranks = false,
-                   EventFolder* events = nullptr, bool verbose = false);
+                   EventFolder* events = nullptr, bool verbose = false, int64_t expected_ranks = 0);
+
+inline constexpr double kRanksGoneSeconds = 10;
 
 }  // namespace hvdrun

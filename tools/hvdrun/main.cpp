@@ -9,6 +9,7 @@
 
 #include "check_build.h"
 #include "cli.h"
+#include "elastic_driver.h"
 #include "job.h"
 #include "mpi_detect.h"
 #include "plan.h"
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
   }
 
   if (options.scaling) return run_scaling(options, context);
+  if (options.elastic) return run_elastic_job(options, context);
   auto job = prepare_job(options, context);
   if (!job) return usage_error(job.error());
   return run_prepared_job(*job, options);

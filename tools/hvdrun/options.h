@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hvdrun {
@@ -51,6 +52,18 @@ struct ScalingOptions {
   std::optional<std::string> plot_file;
 };
 
+// Elastic training (--host-discovery-script): a sequence of fixed-size MPI jobs
+// ("generations") on the hosts the script reports (elastic_driver.h).
+struct ElasticOptions {
+  std::string discovery_script;               // run with /bin/sh -c
+  std::optional<int64_t> min_np;              // --min-np; default -np
+  std::optional<int64_t> max_np;              // --max-np; default: no limit
+  std::optional<int64_t> slots_per_host;      // --slots-per-host; default 1
+  double elastic_timeout_s = 600;             // --elastic-timeout, HOROVOD_ELASTIC_TIMEOUT
+  std::optional<int64_t> reset_limit;         // --reset-limit; default: no limit
+  std::optional<std::pair<int64_t, int64_t>> cooldown_range;  // --blacklist-cooldown-range
+};
+
 struct LaunchOptions {
   std::optional<int64_t> num_proc;            // -np
   std::optional<std::string> hosts;           // -H text, parsed later
@@ -75,6 +88,7 @@ struct LaunchOptions {
   bool check_build = false;
   bool version = false;
   std::optional<ScalingOptions> scaling;      // --scaling SIZES and its options
+  std::optional<ElasticOptions> elastic;      // --host-discovery-script and its options
   std::vector<std::string> command;           // the program and its arguments
 };
 

@@ -1,5 +1,6 @@
 #include "rank_exit.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -197,6 +198,9 @@ void JobWatch::check_early_exit() {
 }
 
 void JobWatch::failure(const RankExit& e) {
+  failures_.insert(std::upper_bound(failures_.begin(), failures_.end(), e,
+                                    [](const RankExit& a, const RankExit& b) { return a.time < b.time; }),
+                   e);
   // The earliest exit, not the first marker to arrive: nodes' streams are relayed
   // independently, and a rank killed in the cleanup may be heard from first.
   if (!first_ || e.time < first_->time) {

@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace hvdrun {
 
@@ -78,6 +79,8 @@ class JobWatch {
   void rank_exited(const RankExit& exit);
   void rank_began_init(int rank);
   const std::optional<RankExit>& first_failure() const { return first_; }
+  // Every failed exit reported, earliest first.
+  const std::vector<RankExit>& failures() const { return failures_; }
   // The ranks whose monitors reported their exit.
   const std::set<int>& exited() const { return exited_; }
   // True once, when a failure has just been seen for the first time.
@@ -87,6 +90,7 @@ class JobWatch {
   void failure(const RankExit& exit);
   void check_early_exit();
   std::optional<RankExit> first_;
+  std::vector<RankExit> failures_;
   bool new_failure_ = false;
   std::optional<RankExit> early_;  // the first clean exit before MPI
   std::set<int> initializing_, exited_;

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "elastic_hosts.h"
 #include "event_files.h"
 #include "line_relay.h"
 #include "rank_exit.h"
@@ -47,6 +48,18 @@ std::string host_name() {
   char host[256] = "";
   ::gethostname(host, sizeof host - 1);
   return host;
+}
+
+// An elastic job's rank learns its host's name as the discovery script gave it
+// (HOROVOD_HOSTNAME): hvdrun names the generation's hosts in placement order, and the
+// launcher numbers ranks host by host.
+void set_elastic_host_name(int rank) {
+  const char* hosts = std::getenv(kElasticRankHostsVariable);
+  if (!hosts) return;
+  auto list = parse_host_list(hosts);
+  ::unsetenv(kElasticRankHostsVariable);
+  if (!list || rank < 0) return;
+  if (auto host = host_of_rank(*list, rank)) ::setenv("HOROVOD_HOSTNAME", host->c_str(), 1);
 }
 
 // libhvd's first line on the notice pipe, written as hvd_init begins (before MPI's
@@ -91,6 +104,7 @@ int run_rank_monitor(int argc, char** argv, const char* events_dir) {
     return 2;
   }
   const pid_t monitor = ::getpid();
+  set_elastic_host_name(launcher_rank());
   if (const char* token = std::getenv(kEventsTokenVariable)) g_events_token = token;
   ::unsetenv(kEventsTokenVariable);
   // libhvd writes the time its process began to exit here (HVD_EXIT_NOTICE_FD): a
