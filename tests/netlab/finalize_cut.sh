@@ -16,7 +16,10 @@ netlab=$1 worker=$2
 finalize_timeout=3  # HVD_FINALIZE_TIMEOUT_SECONDS given to the job
 np=3
 m=${HVD_TEST_TIMEOUT_MULTIPLIER:-1}
-slack=$((20 * m))         # the launcher's own ending on a loaded machine
+# hvdrun ends a launcher left waiting on a node it no longer hears from (its ranks'
+# monitors say they are alive every 5 s) 20 s after that node's last word; then the
+# launcher's own ending on a loaded machine.
+slack=$((40 * m))
 start_bound=$((120 * m))  # for the job's collectives
 grace=$((10 * m))         # for the nodes' processes to be gone once hvdrun returned
 

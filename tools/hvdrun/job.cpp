@@ -1,5 +1,6 @@
 #include "job.h"
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -76,6 +77,25 @@ bool output_reader_gone() {
 // The last line names the lost hosts and their ranks. A rank that failed on its own
 // is said first; one killed by a signal (Open MPI's mpirun ends the survivors with
 // SIGTERM once it lost a daemon) is the launcher's cleanup, not the cause.
+// The last line for ranks hvdrun stopped waiting for (JobOutcome::silent_ranks): the
+// hosts they were placed on, where known. Their status is not known: not 0.
+int report_silent_ranks(const JobOutcome& outcome, const LaunchPlan& plan) {
+  const auto by_host =
+      planned_ranks_by_host(plan.hosts, plan.num_proc, plan.flavor, plan.binding_args.has_value());
+  std::set<std::string> hosts;
+  for (int rank : outcome.silent_ranks)
+    for (size_t h = 0; h < by_host.size() && h < plan.hosts.size(); ++h)
+      if (std::find(by_host[h].begin(), by_host[h].end(), rank) != by_host[h].end())
+        hosts.insert(plan.hosts[h].host);
+  std::string ranks, names;
+  for (int rank : outcome.silent_ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(rank);
+  for (const std::string& h : hosts) names += (names.empty() ? "" : ", ") + h;
+  std::cerr << "hvdrun: the job failed: " << (names.empty() ? "the node" : "host " + names) << " of rank(s) "
+            << ranks << " stopped reaching the launcher after the other ranks had exited; their "
+            << "exit status is not known; exiting with status 1\n";
+  return 1;
+}
+
 int report_lost_nodes(const std::vector<LostNode>& lost, const JobOutcome& outcome, const LaunchPlan& plan) {
   if (outcome.first_failure && outcome.first_failure->signal != SIGTERM &&
       outcome.first_failure->signal != SIGKILL)
@@ -152,7 +172,8 @@ int run_prepared_job(const PreparedJob& job, const LaunchOptions& options) {
   std::cout.flush();
   std::cerr.flush();
   JobOutcome outcome =
-      run_job(launched, watch_ranks, watch_ranks && events ? &*events : nullptr, options.verbose);
+      run_job(launched, watch_ranks, watch_ranks && events ? &*events : nullptr, options.verbose,
+              plan.num_proc);
   events.reset();
   if (!outcome.started) {
     std::cerr << "hvdrun: " << outcome.error << "\n";
@@ -167,6 +188,8 @@ int run_prepared_job(const PreparedJob& job, const LaunchOptions& options) {
     std::cerr << "hvdrun: " << launched.argv[0] << " itself died of signal " << outcome.launcher_crash_signal
               << " (" << strsignal(outcome.launcher_crash_signal)
               << "), a fault of the MPI launcher; hvdrun killed the job's processes left on this host\n";
+  if (!outcome.silent_ranks.empty() && !outcome.forwarded_signal)
+    return report_silent_ranks(outcome, plan);
   if (!outcome.forwarded_signal) {
     // Open MPI's daemon k serves the k-th host only when mpirun's own host is not one
     // of them (its ranks there are mpirun's): then no daemon is taken for a host.

@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "command_builder.h"
 #include "event_files.h"
@@ -33,12 +34,16 @@ struct JobOutcome {
   std::set<int> proxies_ended_first;
   long job_family = -1;  // Open MPI: from its daemons' command lines
   std::set<int> ranks_reported;
+  // Ranks whose monitors went silent while others had exited, for which hvdrun ended
+  // the launcher (it waited on their node for ever).
+  std::vector<int> silent_ranks;
 };
 
 // events: with watch_ranks, where the rank monitors write their markers as files
 // instead of stderr (--output-filename); null: stderr only. verbose: say what was
 // found there that is not a monitor's marker.
+// num_proc: the job's ranks (0: not known), for the silent-node rule of relay_and_wait.
 JobOutcome run_job(const LaunchCommand& command, bool watch_ranks = false,
-                   EventFolder* events = nullptr, bool verbose = false);
+                   EventFolder* events = nullptr, bool verbose = false, int64_t num_proc = 0);
 
 }  // namespace hvdrun
