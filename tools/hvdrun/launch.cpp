@@ -202,6 +202,7 @@ int relay_and_wait(pid_t pid, int err_fd, EventFolder* events, bool verbose, Job
                                      " had exited: their node no longer reaches the launcher, which "
                                      "would wait for it for ever\n");
         ::kill(-pid, SIGTERM);
+        children.signal_running(SIGTERM);
         terminated_at = monotonic_seconds();
         outcome->silent_ranks = silent;
       }
@@ -213,6 +214,9 @@ int relay_and_wait(pid_t pid, int err_fd, EventFolder* events, bool verbose, Job
     }
     if (!exited) kill_job_deaf_to_signal(pid, &signalled_at, &killed);
   }
+  // A node hvdrun stopped waiting for: what the launcher started for it here may have
+  // outlived the launcher (Open MPI's starters keep groups of their own).
+  if (!outcome->silent_ranks.empty()) children.signal_running(SIGKILL);
   const std::string rest = relay.finish();
   outcome->loss_lines.feed(rest + "\n");
   write_all(STDERR_FILENO, rest);
