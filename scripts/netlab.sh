@@ -38,7 +38,9 @@
 #   netlab.sh nodes DIR                     print the node names, one a line
 #   netlab.sh exec DIR NODE CMD...          run CMD on a node
 #   netlab.sh rate DIR NODE RATE            set a node's link rate ("1gbit", "unlimited")
-#   netlab.sh link-down DIR NODE | link-up DIR NODE   the node's data link
+#   netlab.sh link-down DIR NODE [data|ctl|all] | link-up DIR NODE [data|ctl|all]
+#                                           the node's data link (default), its
+#                                           control link to the launcher, or both
 #   netlab.sh kill DIR NODE                 SIGKILL every process of a node
 #   netlab.sh pids DIR [NODE]               processes on the lab's nodes
 #
@@ -563,8 +565,13 @@ cmd_rate() {
 }
 
 cmd_link() {
-  [ $# -eq 2 ] || usage
-  load "$1"; ip link set "nl${NETLAB_ID}d$(node_index "$2")" "$state"
+  [ $# -eq 2 ] || [ $# -eq 3 ] || usage
+  load "$1"; k=$(node_index "$2")
+  case ${3:-data} in
+    data) nets=d ;; ctl) nets=c ;; all) nets='d c' ;;
+    *) die "no link '$3': data, ctl or all" ;;
+  esac
+  for net in $nets; do ip link set "nl${NETLAB_ID}$net$k" "$state"; done
 }
 
 cmd_kill() {

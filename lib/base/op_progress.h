@@ -1,5 +1,5 @@
 // Progress of the collective in flight, for the operation watchdog (core/op_watchdog.h).
-// The code that calls MPI in chunks, pieces or ring steps reports each one done here:
+// The code that calls MPI in chunks, pieces, rounds or ring steps reports each one done here:
 // one relaxed add and one relaxed store, read by the watchdog thread about once a
 // second. A single blocking MPI call reports only when it returns: the chunk sizes
 // (HVD_ALLREDUCE_CHUNK_BYTES, HVD_FUSION_PIECE_BYTES) bound how long that can take.

@@ -3,6 +3,7 @@
 #include <sys/prctl.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "base/dtype.h"
 #include "base/log.h"
@@ -285,8 +286,13 @@ void BackgroundLoop::run_batches(std::span<const Response> ready,
                              static_cast<int64_t>(static_cast<double>(bytes) * bus_factor(spec.op, n)));
       start = monotonic_ns();
     }
-    if (auto set = rt_.sets.find(ready[batch.items.front()].spec.process_set); set && !set->member())
+    if (auto set = rt_.sets.find(ready[batch.items.front()].spec.process_set); set && !set->member()) {
       watchdog_.note_elsewhere(&batch, &ready_);
+      const Response& first = ready[batch.items.front()];
+      const std::string what = std::string(op_type_name(first.spec.op)) + " of tensor '" +
+                               first.name + "' on process set " + std::to_string(first.spec.process_set);
+      for (int rank : set->ranks) busy_elsewhere_[rank] = {what, -1};
+    }
     watchdog_.begin(&batch, &ready_);
     const int64_t peer_wait_ns = await_arrivals(ready[batch.items.front()].spec.process_set);
     executor_.run(batch, ready_, controller_);
@@ -429,6 +435,37 @@ void BackgroundLoop::complete_speculated(const Response& r, const void* result) 
   complete(std::move(local), Error::success());
 }
 
+// The stall inspector's warning. Missing ranks that have been in another process set's
+// operation while the tensor waited are named as busy there: "not submitted" sent
+// users looking for a rank that skipped the tensor when it was only still at work.
+void BackgroundLoop::warn_stall(const Controller::Stalled& s, double now) const {
+  std::vector<int> absent;
+  std::string busy;
+  for (int rank : s.missing_ranks) {
+    auto it = busy_elsewhere_.find(rank);
+    if (it == busy_elsewhere_.end() || (it->second.ended >= 0 && it->second.ended < s.first_seen)) {
+      absent.push_back(rank);
+      continue;
+    }
+    char until[64] = "";
+    if (it->second.ended >= 0) std::snprintf(until, sizeof until, ", done %.1f s ago", now - it->second.ended);
+    busy += std::string(busy.empty() ? "" : "; ") + "rank " + std::to_string(rank) + " in " +
+            it->second.what + until;
+  }
+  if (!busy.empty())
+    HVD_LOG(Warning,
+            "tensor '%s' (process set %d) has waited %.1f s for ranks busy in another process "
+            "set's operation (%s)%s%s%s",
+            s.name.c_str(), s.process_set, now - s.first_seen, busy.c_str(),
+            absent.empty() ? "" : "; rank(s) ", absent.empty() ? "" : rank_list(absent).c_str(),
+            absent.empty() ? "" : " have not submitted it (a rank stopped, skipped the tensor or named it differently)");
+  else
+    HVD_LOG(Warning,
+            "tensor '%s' (process set %d) has waited %.1f s for rank(s) %s: they have not "
+            "submitted it (a rank stopped, skipped the tensor or named it differently)",
+            s.name.c_str(), s.process_set, now - s.first_seen, rank_list(s.missing_ranks).c_str());
+}
+
 void BackgroundLoop::inspect_stalls() {
   if (rt_.params.stall_check_disable || rt_.params.stall_check_time_s <= 0) return;
   double now = now_seconds();
@@ -450,10 +487,7 @@ void BackgroundLoop::inspect_stalls() {
     // Once per tensor per interval: at the warning time, then every interval after,
     // until its timeout is decided.
     if (!w.timed_out && (w.last_warning == 0 || now - w.last_warning >= interval)) {
-      HVD_LOG(Warning,
-              "tensor '%s' (process set %d) has waited %.1f s for rank(s) %s: they have not "
-              "submitted it (a rank stopped, skipped the tensor or named it differently)",
-              s.name.c_str(), s.process_set, now - s.first_seen, rank_list(s.missing_ranks).c_str());
+      warn_stall(s, now);
       w.last_warning = now;
     }
     if (limit > 0 && now - s.first_seen >= limit && !w.timed_out) {
@@ -528,6 +562,9 @@ Error BackgroundLoop::run_round(bool* shutdown) {
   Error err = wait_request(&request);
   watchdog_.end();
   if (!err.ok()) return err;
+  // Every rank took part: none is in another set's operation any more.
+  for (auto& [rank, busy] : busy_elsewhere_)
+    if (busy.ended < 0) busy.ended = now_seconds();
   rt_.rounds.fetch_add(1, std::memory_order_relaxed);
   RoundFlags flags = controller_.apply_bits(bits_result_.data());
   host_.set_allreduce_chunk_bytes(far_cores_.chunk_bytes(flags.near_cores));

@@ -68,6 +68,7 @@ class BackgroundLoop {
   // the reduced payload.
   void complete_speculated(const Response& r, const void* result);
   void inspect_stalls();
+  void warn_stall(const Controller::Stalled& s, double now) const;
   void complete(Request&& request, const Error& result);
   void complete_batch(std::span<Request* const> requests, const Error& result);
   // Runs process-set changes (collective over the world, in negotiated order).
@@ -148,6 +149,16 @@ class BackgroundLoop {
     bool timed_out = false;  // its timeout was decided (sent once, not warned again)
   };
   std::unordered_map<std::string, StallWarning> stall_warned_;  // rank 0
+  // By rank, the last operation of a process set this rank is not in that the rank
+  // went into: while in it (and just after, until its application thread gets the
+  // result) it submits nothing new, which the stall inspector says rather than "not
+  // submitted". ended: when the first negotiation round after it completed (< 0: not
+  // yet).
+  struct BusyElsewhere {
+    std::string what;  // "allgather of tensor 'x' on process set 2"
+    double ended = -1;
+  };
+  std::unordered_map<int, BusyElsewhere> busy_elsewhere_;
   double last_stall_check_ = 0;
   double stall_probe_s_ = 0;  // 0: cached requests are never announced for the inspector
 

@@ -3,6 +3,7 @@
 // the batch completes when the recorded event has. Allreduce and allgather of the
 // global set take the hierarchical algorithms when the negotiated choice says so,
 // exactly as host tensors do.
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -121,6 +122,8 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
       const int size = set.size(), me = set.my_set_rank;
       const int64_t row = spec.row_elements();
       std::vector<int64_t> send_counts(size), recv_counts(size);
+      int64_t largest_count = 0;
+      for (int64_t rows : first.per_rank) largest_count = std::max(largest_count, rows * row);
       for (int q = 0; q < size; ++q) {
         send_counts[q] = first.per_rank[static_cast<size_t>(me) * size + q] * row;
         recv_counts[q] = first.per_rank[static_cast<size_t>(q) * size + me] * row;
@@ -134,7 +137,7 @@ Error Executor::dispatch_device(const Batch& batch, const std::vector<Response>&
       Backend& backend = engine.backend_for(spec.dtype, false);
       activity_start(device_activity(backend, "ALLTOALL").c_str());
       err = backend.alltoallv(locals[0]->send, send_counts, displacements(send_counts), out, recv_counts,
-                              displacements(recv_counts), spec.dtype, comm);
+                              displacements(recv_counts), spec.dtype, largest_count, comm);
       activity_end();
       break;
     }

@@ -1,6 +1,7 @@
 // Allgather, alltoall and reducescatter: the operations whose output layout depends
 // on every rank's rows. Row counts come from the negotiated response, so all ranks
 // compute the same counts and displacements.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -136,6 +137,8 @@ Error Executor::alltoall(const Response& r, Request* local, const ProcessSet& se
   const size_t esize = dtype_size(r.spec.dtype);
   // per_rank row q: the rows set rank q sends to each rank.
   std::vector<int64_t> send_counts(size), recv_counts(size), recv_rows(size);
+  int64_t largest_count = 0;
+  for (int64_t rows : r.per_rank) largest_count = std::max(largest_count, rows * row);
   for (int q = 0; q < size; ++q) {
     send_counts[q] = r.per_rank[static_cast<size_t>(me) * size + q] * row;
     recv_rows[q] = r.per_rank[static_cast<size_t>(q) * size + me];
@@ -149,7 +152,8 @@ Error Executor::alltoall(const Response& r, Request* local, const ProcessSet& se
   void* recv = out ? out : scratch(static_cast<size_t>(total) * esize, false);
   activity_start("MPI_ALLTOALL");
   Error err = host_->alltoallv(local->send, send_counts, displacements(send_counts), recv, recv_counts,
-                               displacements(recv_counts), r.spec.dtype, set.communicator());
+                               displacements(recv_counts), r.spec.dtype, largest_count,
+                               set.communicator());
   activity_end();
   if (err.ok()) err = alloc_error;
   if (!err.ok()) {

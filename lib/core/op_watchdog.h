@@ -4,8 +4,9 @@
 // inside the MPI or NCCL calls (or a negotiation round), which no error will ever end
 // when a peer is stopped, its node lost or its link down: MPI has no timeout of its own.
 // "Progress" is a chunk, piece or ring step completed (base/op_progress.h): a slow link
-// that still moves data is never taken for a dead one. A single MPI call (an allgather,
-// an alltoall, one chunk) reports only when it returns.
+// that still moves data is never taken for a dead one. A single MPI call (one chunk,
+// or one round of an allgather's, alltoall's or reduce-scatter's chunks) reports only
+// when it returns.
 //
 // The background thread brackets each batch (and each negotiation round) with
 // begin()/end(); the watchdog thread wakes about every second. An operation in flight

@@ -163,7 +163,8 @@ const std::vector<ParamDef>& defs() {
                "Set by the user or the scheduler; GPU pinning picks among these devices"),
       P_BYTES("HVD_ALLREDUCE_CHUNK_BYTES", allreduce_chunk_bytes,
               HVD_STRINGIFY(HVD_ALLREDUCE_CHUNK_BYTES_DEFAULT), 4096, kNoMax,
-              "Largest single MPI reduction; bigger buffers are reduced in chunks (the "
+              "Largest single MPI reduction; bigger buffers are reduced in chunks, and "
+              "allgather, alltoall and reducescatter blocks move in rounds of such chunks (the "
               "default is per MPI: 1 MiB for MPICH, 16 MiB for Open MPI)"),
       P_BYTES("HVD_INPLACE_MIN_BYTES", inplace_min_bytes, "262144", 0, kNoMax,
               "Tensors at least this large are reduced in their own buffer, not copied (alone, "

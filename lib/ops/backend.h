@@ -125,12 +125,14 @@ class Backend {
                            const std::vector<int64_t>& displs, hvd_dtype_t dtype,
                            const Communicator& comm) = 0;
   // send_counts[r] elements at send_displs[r] go to set rank r; recv_counts[r] elements
-  // from set rank r land at recv_displs[r]. Out of place only.
+  // from set rank r land at recv_displs[r]. Out of place only. largest_count: the most
+  // elements any rank of the set sends to any one rank, alike on every rank (a backend
+  // that moves the blocks in rounds of chunks makes that many rounds everywhere).
   virtual Error alltoallv(const void* send, const std::vector<int64_t>& send_counts,
                           const std::vector<int64_t>& send_displs, void* recv,
                           const std::vector<int64_t>& recv_counts,
                           const std::vector<int64_t>& recv_displs, hvd_dtype_t dtype,
-                          const Communicator& comm) = 0;
+                          int64_t largest_count, const Communicator& comm) = 0;
   // send holds sum(counts) elements laid out rank by rank; recv gets counts[my rank]
   // elements, the reduction over the set of block my rank. Out of place only.
   virtual Error reducescatter(const void* send, void* recv, const std::vector<int64_t>& counts,

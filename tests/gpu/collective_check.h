@@ -169,7 +169,8 @@ inline void check_collectives(Backend& backend, DeviceContext& ctx, const Commun
       void* send = to_device(mine);
       void* recv = nullptr;
       CHECK_CUDA(cudaMalloc(&recv, rt * esize));
-      CHECK_OK(backend.alltoallv(send, sc, sd, recv, rc, rd, dtype, comm));
+      // Rank s sends s + r + 1 elements to rank r: the most is 2n - 1.
+      CHECK_OK(backend.alltoallv(send, sc, sd, recv, rc, rd, dtype, 2 * n - 1, comm));
       finish();
       auto got = to_host(recv, rt * esize);
       for (int s = 0; s < n; ++s) {

@@ -82,6 +82,69 @@ static void zero_rows_and_repeated_steps(void** state) {
   }
 }
 
+/* Blocks of many chunks (mpi-allgather-chunks-np3 runs with 4 KiB chunks): rank r sends
+ * big_rows(r, k) rows to tensor k, rank 1 none to tensor 0; every value is checked
+ * exactly. */
+static int64_t big_rows(int r, int k) { return r == 1 ? 11 * k : 1500 + 977 * r + 11 * k; }
+
+/* n tensors of dtype d at once (fused where they fit), among global ranks first..size-1. */
+static void gather_in_chunks(hvd_dtype_t d, int n, int first, const hvd_op_options_t* opts,
+                             const char* tag) {
+  enum { COLS = 3, MAX_TENSORS = 3 };
+  const int rank = hvd_rank(), size = hvd_size();
+  void* sends[MAX_TENSORS];
+  void* outs[MAX_TENSORS];
+  int64_t dim0[MAX_TENSORS];
+  hvd_handle_t h[MAX_TENSORS];
+  for (int k = 0; k < n; ++k) {
+    int64_t shape[2] = {big_rows(rank, k), COLS};
+    sends[k] = tu_alloc((size_t)(shape[0] * COLS + 1) * tu_dtype_size(d));
+    for (int64_t row = 0; row < shape[0]; ++row)
+      for (int64_t c = 0; c < COLS; ++c) tu_set(sends[k], d, row * COLS + c, value_at(rank, row, c + k));
+    char name[48];
+    snprintf(name, sizeof name, "%s.%d.%d", tag, (int)d, k);
+    assert_hvd_ok(hvd_allgather_async(sends[k], 2, shape, d, &outs[k], &dim0[k], NULL, name, opts, &h[k]));
+  }
+  for (int k = 0; k < n; ++k) {
+    assert_hvd_ok(hvd_wait(h[k]));
+    int64_t at = 0;
+    for (int r = first; r < size; ++r)
+      for (int64_t row = 0; row < big_rows(r, k); ++row)
+        for (int64_t c = 0; c < COLS; ++c, ++at) {
+          double want = value_at(r, row, c + k);
+          if (d == HVD_BOOL) want = want != 0;
+          if (tu_get(outs[k], d, at) != want)
+            fail_msg("%s dtype %d tensor %d rank %d row %lld col %lld: %g != %g", tag, (int)d, k, r,
+                     (long long)row, (long long)c, tu_get(outs[k], d, at), want);
+        }
+    assert_int_equal(dim0[k] * COLS, at);
+    hvd_free(outs[k]);
+    free(sends[k]);
+  }
+}
+
+static void blocks_of_many_chunks(void** state) {
+  (void)state;
+  const int size = hvd_size();
+  for (int t = 0; t < NUM_DTYPES; ++t) gather_in_chunks(kAllDtypes[t], 1, 0, NULL, "chunks.alone");
+  gather_in_chunks(HVD_FLOAT32, 3, 0, NULL, "chunks.fused");
+  gather_in_chunks(HVD_INT8, 3, 0, NULL, "chunks.fused");
+  if (size < 3) return;
+  /* Ranks 1.. as a set: its rank 0 (global rank 1) sends nothing to tensor 0. */
+  int members[16];
+  for (int r = 1; r < size; ++r) members[r - 1] = r;
+  int32_t id = -1;
+  assert_hvd_ok(hvd_add_process_set(members, size - 1, &id));
+  if (hvd_process_set_included(id) == 1) {
+    hvd_op_options_t opts;
+    hvd_op_options_init(&opts);
+    opts.process_set_id = id;
+    gather_in_chunks(HVD_FLOAT64, 1, 1, &opts, "chunks.set");
+    gather_in_chunks(HVD_UINT16, 3, 1, &opts, "chunks.set.fused");
+  }
+  assert_hvd_ok(hvd_remove_process_set(id));
+}
+
 typedef struct {
   int calls;
   size_t bytes;
@@ -287,7 +350,7 @@ int main(void) {
       cmocka_unit_test(grouped_allgather),
       cmocka_unit_test(trailing_dims_mismatch),  cmocka_unit_test(bad_arguments),
       cmocka_unit_test(hierarchical_traffic),
-      cmocka_unit_test(listed_first_dimensions),
+      cmocka_unit_test(listed_first_dimensions), cmocka_unit_test(blocks_of_many_chunks),
   };
   return cmocka_run_group_tests_name("allgather", tests, tu_group_init, tu_group_shutdown);
 }

@@ -109,6 +109,60 @@ static void rank_r_sends_r_plus_one_rows(void** state) {
   free(send);
 }
 
+/* Blocks of many chunks (mpi-alltoall-chunks-np3 runs with 4 KiB chunks): set rank s
+ * sends big_split(s, d) rows to set rank d, none where s + d is a multiple of 3, so some
+ * ranks' blocks run out rounds before others'; every value is checked exactly. */
+static int64_t big_split(int s, int d) { return (s + d) % 3 == 0 ? 0 : 700 + 531 * s + 97 * d; }
+
+static void exchange_in_chunks(hvd_dtype_t d, int first, const hvd_op_options_t* opts, const char* tag) {
+  enum { COLS = 2 };
+  const int me = hvd_rank() - first, n = hvd_size() - first;
+  int64_t splits[64], rows = 0;
+  for (int q = 0; q < n; ++q) rows += splits[q] = big_split(me, q);
+  void* send = tu_alloc((size_t)(rows * COLS + 1) * tu_dtype_size(d));
+  int64_t at = 0;
+  for (int q = 0; q < n; ++q)
+    for (int64_t i = 0; i < splits[q] * COLS; ++i, ++at) tu_set(send, d, at, value(me, q, i));
+  int64_t shape[2] = {rows, COLS};
+  void* out = NULL;
+  int64_t dim0 = -1, recv_splits[64];
+  char name[48];
+  snprintf(name, sizeof name, "%s.%d", tag, (int)d);
+  assert_hvd_ok(hvd_alltoall(send, 2, shape, d, splits, &out, &dim0, recv_splits, name, opts));
+  at = 0;
+  for (int q = 0; q < n; ++q) {
+    assert_int_equal(recv_splits[q], big_split(q, me));
+    for (int64_t i = 0; i < big_split(q, me) * COLS; ++i, ++at) {
+      double want = value(q, me, i);
+      if (d == HVD_BOOL) want = want != 0;
+      if (tu_get(out, d, at) != want)
+        fail_msg("%s dtype %d from %d [%lld]: %g != %g", tag, (int)d, q, (long long)i, tu_get(out, d, at), want);
+    }
+  }
+  assert_int_equal(dim0 * COLS, at);
+  hvd_free(out);
+  free(send);
+}
+
+static void blocks_of_many_chunks(void** state) {
+  (void)state;
+  const int size = hvd_size();
+  for (int t = 0; t < NUM_DTYPES; ++t) exchange_in_chunks(kAllDtypes[t], 0, NULL, "a2a.chunks");
+  if (size < 3) return;
+  int members[16];
+  for (int r = 1; r < size; ++r) members[r - 1] = r;
+  int32_t id = -1;
+  assert_hvd_ok(hvd_add_process_set(members, size - 1, &id));
+  if (hvd_process_set_included(id) == 1) {
+    hvd_op_options_t opts;
+    hvd_op_options_init(&opts);
+    opts.process_set_id = id;
+    exchange_in_chunks(HVD_FLOAT64, 1, &opts, "a2a.chunks.set");
+    exchange_in_chunks(HVD_INT8, 1, &opts, "a2a.chunks.set");
+  }
+  assert_hvd_ok(hvd_remove_process_set(id));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(uneven_splits_every_dtype),
@@ -116,6 +170,7 @@ int main(void) {
       cmocka_unit_test(bad_splits),
       cmocka_unit_test(column_mismatch),
       cmocka_unit_test(rank_r_sends_r_plus_one_rows),
+      cmocka_unit_test(blocks_of_many_chunks),
   };
   return cmocka_run_group_tests_name("alltoall", tests, tu_group_init, tu_group_shutdown);
 }

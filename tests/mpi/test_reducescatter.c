@@ -218,6 +218,76 @@ static void grouped_reducescatter(void** state) {
   }
 }
 
+/* Segments of many chunks (mpi-reducescatter-chunks-np3 runs with 4 KiB chunks): every
+ * dtype, SUM and AVERAGE, out of place and in place, rows that do not divide evenly
+ * (segments whose last chunks differ), n tensors at once (fused where they fit), among
+ * global ranks first..size-1. Values are small integers whose
+ * sums are exact in every dtype, so every value is checked exactly. */
+static void scatter_in_chunks(hvd_dtype_t d, int64_t dim0, int avg, int in_place, int n, int first,
+                              const hvd_op_options_t* opts, const char* tag) {
+  enum { COLS = 3, MAX_TENSORS = 3 };
+  const int me = hvd_rank() - first, size = hvd_size() - first;
+  void* send[MAX_TENSORS];
+  void* recv[MAX_TENSORS];
+  hvd_handle_t h[MAX_TENSORS];
+  for (int k = 0; k < n; ++k) {
+    const int64_t rows = dim0 + k;
+    int64_t shape[2] = {rows, COLS};
+    send[k] = tu_alloc((size_t)(rows * COLS + 1) * tu_dtype_size(d));
+    recv[k] = in_place ? send[k] : tu_alloc((size_t)(rows * COLS + 1) * tu_dtype_size(d));
+    for (int64_t i = 0; i < rows * COLS; ++i) tu_set(send[k], d, i, (double)((i + me + k) % 4) * size);
+    char name[64];
+    snprintf(name, sizeof name, "%s.%d.%lld.%d.%d.%d", tag, (int)d, (long long)dim0, avg, in_place, k);
+    assert_hvd_ok(hvd_reducescatter_async(send[k], recv[k], 2, shape, d,
+                                          avg ? HVD_OP_AVERAGE : HVD_OP_SUM, name, opts, &h[k]));
+  }
+  for (int k = 0; k < n; ++k) {
+    assert_hvd_ok(hvd_wait(h[k]));
+    const int64_t rows = dim0 + k;
+    int64_t first_row = 0;
+    for (int q = 0; q < me; ++q) first_row += hvd_reducescatter_rows(rows, q, size);
+    for (int64_t i = 0; i < hvd_reducescatter_rows(rows, me, size) * COLS; ++i) {
+      const int64_t g = first_row * COLS + i;
+      double sum = 0;
+      for (int q = 0; q < size; ++q) sum += (double)((g + q + k) % 4) * size;
+      double want = avg ? sum / size : sum;
+      if (d == HVD_BOOL) want = want != 0;
+      if (tu_get(recv[k], d, i) != want)
+        fail_msg("%s dtype %d tensor %d [%lld]: %g != %g", tag, (int)d, k, (long long)i,
+                 tu_get(recv[k], d, i), want);
+    }
+    if (!in_place) free(recv[k]);
+    free(send[k]);
+  }
+}
+
+static void segments_of_many_chunks(void** state) {
+  (void)state;
+  const int size = hvd_size();
+  for (int t = 0; t < NUM_DTYPES; ++t) {
+    const hvd_dtype_t d = kAllDtypes[t];
+    for (int avg = 0; avg < (d == HVD_BOOL ? 1 : 2); ++avg) {
+      scatter_in_chunks(d, 1400 * size + 3, avg, 0, 1, 0, NULL, "rs.chunks");
+      scatter_in_chunks(d, 1400 * size + 1, avg, 1, 1, 0, NULL, "rs.chunks");
+    }
+  }
+  scatter_in_chunks(HVD_FLOAT32, 900 * size + 2, 1, 0, 3, 0, NULL, "rs.chunks.fused");
+  scatter_in_chunks(HVD_INT16, 900 * size + 1, 0, 0, 3, 0, NULL, "rs.chunks.fused");
+  if (size < 3) return;
+  int members[16];
+  for (int r = 1; r < size; ++r) members[r - 1] = r;
+  int32_t id = -1;
+  assert_hvd_ok(hvd_add_process_set(members, size - 1, &id));
+  if (hvd_process_set_included(id) == 1) {
+    hvd_op_options_t opts;
+    hvd_op_options_init(&opts);
+    opts.process_set_id = id;
+    scatter_in_chunks(HVD_FLOAT64, 2000 * size + 1, 0, 0, 1, 1, &opts, "rs.chunks.set");
+    scatter_in_chunks(HVD_BFLOAT16, 2000 * size + 1, 1, 0, 3, 1, &opts, "rs.chunks.set");
+  }
+  assert_hvd_ok(hvd_remove_process_set(id));
+}
+
 static void shape_mismatch(void** state) {
   (void)state;
   const int rank = hvd_rank(), size = hvd_size();
@@ -235,6 +305,7 @@ int main(void) {
       cmocka_unit_test(scaling_and_in_place),
       cmocka_unit_test(many_small_fused),
       cmocka_unit_test(grouped_reducescatter),
+      cmocka_unit_test(segments_of_many_chunks),
       cmocka_unit_test(shape_mismatch),
   };
   return cmocka_run_group_tests_name("reducescatter", tests, tu_group_init, tu_group_shutdown);

@@ -16,6 +16,10 @@
  *                                            HVD_OP_TIMEOUT_SECONDS=3; rank 2 waits for
  *                                            them. Passes when the job succeeds and
  *                                            the in-flight warning was printed
+ *   fault_driver watchdog slow-gather HVDRUN WORKER
+ *                                            the same with an allgather of 8 MiB from
+ *                                            each of ranks 0 and 1, in rounds of 1 MiB
+ *                                            chunks
  *   fault_driver finalize HVDRUN WORKER       3 ranks; after hvd_shutdown rank 1 stops
  *                                            (SIGSTOP) instead of exiting, and the
  *                                            others' MPI_Finalize waits for it: with
@@ -217,17 +221,21 @@ static int line_has(const char* line, const char* what) {
 
 /* Checks of the stderr text for the modes that expect a message. */
 static void check_message(const char* mode, const char* text) {
-  if (strcmp(mode, "watchdog-slow") == 0) {
+  if (strcmp(mode, "watchdog-slow") == 0 || strcmp(mode, "watchdog-slow-gather") == 0) {
+    const char* op = strcmp(mode, "watchdog-slow") == 0 ? "allreduce of tensor 'watchdog.slow'"
+                                                        : "allgather of tensor 'watchdog.slow.gather'";
+    char warning[256], waits[256];
+    snprintf(warning, sizeof warning, "WARNING: %s", op);
+    snprintf(waits, sizeof waits, "it waits for ranks busy in %s", op);
     if (line_starting(text, "libhvd: watchdog:")) fail("%s", "the watchdog ended a job that progressed");
-    const char* needed[] = {"allreduce of tensor 'watchdog.slow'", "process set 1 (ranks 0, 1)",
-                            "has been in flight for", "bytes done", "HVD_OP_TIMEOUT_SECONDS"};
-    const char* line = strstr(text, "WARNING: allreduce of tensor 'watchdog.slow'");
-    if (!line) fail("%s", "no in-flight warning for 'watchdog.slow'");
+    const char* needed[] = {op, "process set 1 (ranks 0, 1)", "has been in flight for",
+                            "bytes done", "HVD_OP_TIMEOUT_SECONDS"};
+    const char* line = strstr(text, warning);
+    if (!line) fail("no in-flight warning for %s", op);
     for (size_t i = 0; i < sizeof needed / sizeof needed[0]; ++i)
       if (!line_has(line, needed[i])) fail("the in-flight warning lacks '%s'", needed[i]);
     /* Rank 2 waits in negotiation for the set's ranks, and says so. */
-    line = strstr(text, "it waits for ranks busy in allreduce of tensor 'watchdog.slow'");
-    if (!line) fail("%s", "rank 2 did not say it waits for the set's ranks");
+    if (!strstr(text, waits)) fail("%s", "rank 2 did not say it waits for the set's ranks");
   } else if (strcmp(mode, "finalize") == 0) {
     const char* line = line_starting(text, "libhvd: rank ");
     if (!line || !line_has(line, "gave up waiting for MPI_Finalize"))
@@ -263,14 +271,16 @@ int main(int argc, char** argv) {
   } else if (argc == 4 && strcmp(mode, "sigint") == 0) {
     hvdrun = argv[2];
     worker = argv[3];
-  } else if (argc == 5 && strcmp(mode, "watchdog") == 0 && strcmp(argv[2], "slow") == 0) {
+  } else if (argc == 5 && strcmp(mode, "watchdog") == 0 &&
+             (strcmp(argv[2], "slow") == 0 || strcmp(argv[2], "slow-gather") == 0)) {
+    const int gather = strcmp(argv[2], "slow-gather") == 0;
     hvdrun = argv[3];
     worker = argv[4];
     np = "3";
-    mode = "watchdog-slow";
-    extra[0] = "slow-op";
+    mode = gather ? "watchdog-slow-gather" : "watchdog-slow";
+    extra[0] = gather ? "slow-gather" : "slow-op";
     extra[1] = "0";
-    extra[2] = "16";
+    extra[2] = gather ? "8" : "16";
     g_env[0] = "HVD_TEST_PROGRESS_DELAY_MS=500";
     g_env[1] = "HVD_ALLREDUCE_CHUNK_BYTES=1M";
     g_env[2] = "HVD_FAR_CORES=never";
@@ -306,7 +316,7 @@ int main(int argc, char** argv) {
     want_status = 3;
   } else {
     fprintf(stderr, "usage: fault_driver kill-rank R HVDRUN WORKER | sigint HVDRUN WORKER |\n"
-                    "       watchdog stop|sleep|slow HVDRUN WORKER | finalize HVDRUN WORKER |\n"
+                    "       watchdog stop|sleep|slow|slow-gather HVDRUN WORKER | finalize HVDRUN WORKER |\n"
                     "       before-init|after-init HVDRUN WORKER\n");
     return 2;
   }

@@ -13,6 +13,8 @@
  *   fault_worker DIR slow-op 0 N             ranks 0 and 1 allreduce N MiB on a set of
  *                                            their own, slowly (HVD_TEST_PROGRESS_DELAY_MS);
  *                                            the others wait for them in negotiation
+ *   fault_worker DIR slow-gather 0 N         the same with an allgather of N MiB from
+ *                                            each of ranks 0 and 1
  */
 #include <signal.h>
 #include <stdio.h>
@@ -76,9 +78,54 @@ static int stuck_op(const char* dir, int stuck_rank, int stop) {
   return 5;
 }
 
-/* Ranks 0 and 1 allreduce mib MiB on their own process set while it progresses
-   slowly; rank 2 meanwhile waits in a barrier. Nothing may end the job. */
-static int slow_op(const char* dir, int mib) {
+/* slow_op's allreduce: ranks 0 and 1 sum count floats of rank + 1 in place. */
+static int slow_allreduce(int rank, int64_t count, float* buf, int32_t set) {
+  hvd_op_options_t options;
+  hvd_op_options_init(&options);
+  options.process_set_id = set;
+  hvd_handle_t handle;
+  hvd_status_t st = hvd_allreduce_async(buf, buf, count, HVD_FLOAT32, HVD_OP_SUM,
+                                        "watchdog.slow", &options, &handle);
+  if (st == HVD_SUCCESS) st = hvd_wait(handle);
+  if (st != HVD_SUCCESS) {
+    fprintf(stderr, "fault_worker rank %d: the slow allreduce failed: %s\n", rank, hvd_last_error());
+    return 1;
+  }
+  for (int64_t i = 0; i < count; ++i)
+    if (buf[i] != 3.0f) {
+      fprintf(stderr, "fault_worker rank %d: element %lld is %g, want 3\n", rank, (long long)i, buf[i]);
+      return 1;
+    }
+  return 0;
+}
+
+/* slow_op's allgather: ranks 0 and 1 each send count floats of rank + 1. */
+static int slow_gather(int rank, int64_t count, const float* mine, int32_t set) {
+  hvd_op_options_t options;
+  hvd_op_options_init(&options);
+  options.process_set_id = set;
+  const int64_t shape[1] = {count};
+  void* out = NULL;
+  int64_t rows = 0;
+  hvd_status_t st = hvd_allgather(mine, 1, shape, HVD_FLOAT32, &out, &rows, NULL,
+                                  "watchdog.slow.gather", &options);
+  if (st != HVD_SUCCESS) {
+    fprintf(stderr, "fault_worker rank %d: the slow allgather failed: %s\n", rank, hvd_last_error());
+    return 1;
+  }
+  for (int64_t i = 0; i < 2 * count; ++i)
+    if (((float*)out)[i] != (float)(i / count + 1)) {
+      fprintf(stderr, "fault_worker rank %d: element %lld is %g, want %g\n", rank, (long long)i,
+              ((float*)out)[i], (float)(i / count + 1));
+      return 1;
+    }
+  hvd_free(out);
+  return 0;
+}
+
+/* Ranks 0 and 1 allreduce (or allgather) mib MiB on their own process set while it
+   progresses slowly; rank 2 meanwhile waits in a barrier. Nothing may end the job. */
+static int slow_op(const char* dir, int mib, int gather) {
   const int rank = hvd_rank();
   const int pair[2] = {0, 1};
   int32_t set = -1;
@@ -92,23 +139,9 @@ static int slow_op(const char* dir, int mib) {
     float* buf = malloc((size_t)count * sizeof(float));
     if (!buf) return 1;
     for (int64_t i = 0; i < count; ++i) buf[i] = (float)(rank + 1);
-    hvd_op_options_t options;
-    hvd_op_options_init(&options);
-    options.process_set_id = set;
-    hvd_handle_t handle;
-    hvd_status_t st = hvd_allreduce_async(buf, buf, count, HVD_FLOAT32, HVD_OP_SUM,
-                                          "watchdog.slow", &options, &handle);
-    if (st == HVD_SUCCESS) st = hvd_wait(handle);
-    if (st != HVD_SUCCESS) {
-      fprintf(stderr, "fault_worker rank %d: the slow allreduce failed: %s\n", rank, hvd_last_error());
-      return 1;
-    }
-    for (int64_t i = 0; i < count; ++i)
-      if (buf[i] != 3.0f) {
-        fprintf(stderr, "fault_worker rank %d: element %lld is %g, want 3\n", rank, (long long)i, buf[i]);
-        return 1;
-      }
+    const int failed = gather ? slow_gather(rank, count, buf, set) : slow_allreduce(rank, count, buf, set);
     free(buf);
+    if (failed) return 1;
   }
   /* Rank 2's barrier waits for ranks 0 and 1 in its negotiation rounds all along. */
   if (hvd_barrier(HVD_GLOBAL_PROCESS_SET) != HVD_SUCCESS) {
@@ -122,7 +155,7 @@ static int slow_op(const char* dir, int mib) {
 int main(int argc, char** argv) {
   if (argc != 2 && argc != 5) {
     fprintf(stderr, "usage: fault_worker DIR [before-init|after-init R CODE | stuck-op R stop|sleep |\n"
-                    "                         slow-op 0 MIB | stop-at-exit R 0]\n");
+                    "                         slow-op|slow-gather 0 MIB | stop-at-exit R 0]\n");
     return 2;
   }
   const char* mode = argc == 5 ? argv[2] : "loop";
@@ -141,7 +174,8 @@ int main(int argc, char** argv) {
     hvd_allreduce(&warm, &warm, 1, HVD_FLOAT32, HVD_OP_SUM, "watchdog.warmup");
     return stuck_op(argv[1], mode_rank, strcmp(argv[4], "stop") == 0);
   }
-  if (strcmp(mode, "slow-op") == 0) return slow_op(argv[1], atoi(argv[4]));
+  if (strcmp(mode, "slow-op") == 0) return slow_op(argv[1], atoi(argv[4]), 0);
+  if (strcmp(mode, "slow-gather") == 0) return slow_op(argv[1], atoi(argv[4]), 1);
   if (strcmp(mode, "stop-at-exit") == 0) {
     announce(argv[1], rank);
     if (hvd_shutdown() != HVD_SUCCESS) {

@@ -1,6 +1,7 @@
 // The rank monitor's markers, the relay that takes them out of the job's stderr and
 // picks the earliest failure, and the host check before launch.
 #include <string>
+#include <vector>
 
 #include "host_check.h"
 #include "rank_exit.h"
@@ -175,6 +176,39 @@ void unresolvable_hosts_are_refused(void**) {
   assert_true(check_hosts_resolve({{"localhost", 2}}, {}).ok());  // the real resolver
 }
 
+double g_clock = 0;
+double test_clock() { return g_clock; }
+
+void silent_ranks_after_others_exited(void**) {
+  // Ranks 0-2 say they are alive; rank 0 exits; rank 1 goes on speaking, rank 2 falls
+  // silent: only rank 2 is silent, and only once it has been silent long enough.
+  JobWatch w;
+  w.now_seconds = test_clock;
+  auto alive = [&](int rank) { w.take_marker(std::string(kRankAliveMarker) + "rank=" + std::to_string(rank)); };
+  g_clock = 100;
+  for (int r = 0; r < 3; ++r) alive(r);
+  assert_true(w.silent_since(150, 3).empty());  // nobody has exited yet
+  g_clock = 105;
+  std::string exit_marker = format_rank_exit(clean_exit(0, RankMpi::Hvd, 105));
+  exit_marker.pop_back();
+  w.take_marker(exit_marker);
+  alive(1);
+  assert_true(w.silent_since(100, 3).empty());  // nobody silent since before 100
+  const std::vector<int> silent = w.silent_since(104, 3);
+  assert_int_equal(silent.size(), 1);
+  assert_int_equal(silent[0], 2);
+  // A rank never heard from counts from the first word of any (100).
+  assert_int_equal(w.silent_since(100, 4).size(), 0);
+  const std::vector<int> with_unheard = w.silent_since(101, 4);
+  assert_int_equal(with_unheard.size(), 2);
+  assert_int_equal(with_unheard[1], 3);
+  // Without alive markers (monitors writing to files), nobody is taken for silent.
+  JobWatch files;
+  files.now_seconds = test_clock;
+  files.take_marker(exit_marker);
+  assert_true(files.silent_since(1e9, 3).empty());
+}
+
 }  // namespace
 
 int main(void) {
@@ -183,6 +217,7 @@ int main(void) {
       cmocka_unit_test(relay_passes_output_and_takes_markers),
       cmocka_unit_test(relay_takes_markers_with_rank_prefixes),
       cmocka_unit_test(early_clean_exit_ends_the_job),
+      cmocka_unit_test(silent_ranks_after_others_exited),
       cmocka_unit_test(unresolvable_hosts_are_refused),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);

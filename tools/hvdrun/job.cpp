@@ -1,5 +1,6 @@
 #include "job.h"
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -71,6 +72,25 @@ bool output_reader_gone() {
     if (::poll(&p, 1, 0) == 1 && (p.revents & POLLERR)) return true;
   }
   return false;
+}
+
+// The last line for ranks hvdrun stopped waiting for (JobOutcome::silent_ranks): the
+// hosts they were placed on, where known. Their status is not known: not 0.
+std::pair<int, std::string> report_silent_ranks(const JobOutcome& outcome, const LaunchPlan& plan) {
+  const auto by_host =
+      planned_ranks_by_host(plan.hosts, plan.num_proc, plan.flavor, plan.binding_args.has_value());
+  std::set<std::string> hosts;
+  for (int rank : outcome.silent_ranks)
+    for (size_t h = 0; h < by_host.size() && h < plan.hosts.size(); ++h)
+      if (std::find(by_host[h].begin(), by_host[h].end(), rank) != by_host[h].end())
+        hosts.insert(plan.hosts[h].host);
+  std::string ranks, names;
+  for (int rank : outcome.silent_ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(rank);
+  for (const std::string& h : hosts) names += (names.empty() ? "" : ", ") + h;
+  return {1, "hvdrun: the job failed: " + (names.empty() ? std::string("the node") : "host " + names) +
+                " of rank(s) " + ranks +
+                " stopped reaching the launcher after the other ranks had exited; their exit status is not "
+                "known; exiting with status 1\n"};
 }
 
 // The last line names the lost hosts and their ranks. A rank that failed on its own
@@ -163,7 +183,7 @@ JobReport run_prepared_job_report(const PreparedJob& job, const LaunchOptions& o
   std::cout.flush();
   std::cerr.flush();
   JobOutcome outcome = run_job(launched, watch_ranks, watch_ranks && events ? &*events : nullptr,
-                               options.verbose, watch_ranks ? expected_ranks : 0);
+                               options.verbose, plan.num_proc, watch_ranks ? expected_ranks : 0);
   events.reset();
   if (!outcome.started) {
     std::cerr << "hvdrun: " << outcome.error << "\n";
@@ -182,6 +202,11 @@ JobReport run_prepared_job_report(const PreparedJob& job, const LaunchOptions& o
     std::cerr << "hvdrun: " << launched.argv[0] << " itself died of signal " << outcome.launcher_crash_signal
               << " (" << strsignal(outcome.launcher_crash_signal)
               << "), a fault of the MPI launcher; hvdrun killed the job's processes left on this host\n";
+  if (!outcome.silent_ranks.empty() && !outcome.forwarded_signal) {
+    auto [status, text] = report_silent_ranks(outcome, plan);
+    report.verdict = text;
+    return ends(status);
+  }
   if (!outcome.forwarded_signal) {
     // Open MPI's daemon k serves the k-th host only when mpirun's own host is not one
     // of them (its ranks there are mpirun's): then no daemon is taken for a host.

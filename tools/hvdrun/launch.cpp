@@ -85,6 +85,13 @@ constexpr double kDrainSeconds = 2;
 // runs, Open MPI 4.1's mpirun after SIGINT, SIGTERM or SIGHUP to the group), must not
 // leave the user's Ctrl-C without effect and the ranks holding their devices.
 constexpr double kSignalGraceSeconds = 10;
+// How long a rank's monitor may say nothing (it says it is alive every
+// kRankAliveSeconds) while other ranks have exited, before hvdrun takes its node for
+// one that no longer reaches the launcher: a node cut off from the launcher's network
+// after the work was done. Its ranks' MPI_Finalize gives up (HVD_FINALIZE_TIMEOUT_SECONDS)
+// and they exit, but the launcher never hears of it and waits for ever (Hydra's
+// mpiexec for that node's proxy).
+constexpr double kSilentNodeSeconds = 4 * kRankAliveSeconds;
 
 // SIGKILL to the job's process group once it has outlived a forwarded signal by
 // kSignalGraceSeconds. signalled_at: when the signal was first seen here (-1 before).
@@ -112,11 +119,24 @@ void read_event_files(EventFolder& events, bool verbose, JobWatch* watch) {
     for (const std::string& note : ignored) write_all(STDERR_FILENO, "hvdrun: " + note + "\n");
 }
 
+// "1,3,4" (at most 16 listed).
+template <typename Ranks>
+std::string rank_words(const Ranks& ranks) {
+  std::string out;
+  size_t n = 0;
+  for (int r : ranks) {
+    if (n++ == 16) return out + ",...";
+    out += (out.empty() ? "" : ",") + std::to_string(r);
+  }
+  return out;
+}
+
 // Waits for the launcher while relaying its stderr (err_fd), ending the job when a
 // rank monitor reports the first failure. Returns the launcher's wait status.
 int relay_and_wait(pid_t pid, int err_fd, EventFolder* events, bool verbose, int64_t expected_ranks,
-                   JobOutcome* outcome, bool* ended_by_hvdrun) {
+                   JobOutcome* outcome, bool* ended_by_hvdrun, int64_t num_proc) {
   StderrRelay relay;
+  relay.watch().now_seconds = monotonic_seconds;
   // Hydra's proxies, watched for the one whose end the launcher reacts to.
   LauncherChildren children(pid);
   double scanned_at = -1;
@@ -184,6 +204,21 @@ int relay_and_wait(pid_t pid, int err_fd, EventFolder* events, bool verbose, int
       ::kill(-pid, SIGTERM);
       terminated_at = monotonic_seconds();
     }
+    if (failed_at < 0 && terminated_at < 0 && !exited && g_forwarded_signal == 0 && num_proc > 0) {
+      const std::vector<int> silent =
+          relay.watch().silent_since(monotonic_seconds() - kSilentNodeSeconds, num_proc);
+      if (!silent.empty()) {
+        write_all(STDERR_FILENO, "hvdrun: ending the job: rank(s) " + rank_words(silent) +
+                                     " sent no word for " + std::to_string(static_cast<int>(kSilentNodeSeconds)) +
+                                     " s while rank(s) " + rank_words(relay.watch().exited()) +
+                                     " had exited: their node no longer reaches the launcher, which "
+                                     "would wait for it for ever\n");
+        ::kill(-pid, SIGTERM);
+        children.signal_running(SIGTERM);
+        terminated_at = monotonic_seconds();
+        outcome->silent_ranks = silent;
+      }
+    }
     if (terminated_at >= 0 && !exited && !killed &&
         monotonic_seconds() - terminated_at > kTerminateGraceSeconds) {
       ::kill(-pid, SIGKILL);
@@ -191,6 +226,9 @@ int relay_and_wait(pid_t pid, int err_fd, EventFolder* events, bool verbose, int
     }
     if (!exited) kill_job_deaf_to_signal(pid, &signalled_at, &killed);
   }
+  // A node hvdrun stopped waiting for: what the launcher started for it here may have
+  // outlived the launcher (Open MPI's starters keep groups of their own).
+  if (!outcome->silent_ranks.empty()) children.signal_running(SIGKILL);
   const std::string rest = relay.finish();
   outcome->loss_lines.feed(rest + "\n");
   write_all(STDERR_FILENO, rest);
@@ -209,7 +247,7 @@ int relay_and_wait(pid_t pid, int err_fd, EventFolder* events, bool verbose, int
 }  // namespace
 
 JobOutcome run_job(const LaunchCommand& command, bool watch_ranks, EventFolder* events,
-                   bool verbose, int64_t expected_ranks) {
+                   bool verbose, int64_t num_proc, int64_t expected_ranks) {
   JobOutcome outcome;
   if (command.argv.empty()) {
     outcome.error = "empty command";
@@ -303,7 +341,7 @@ JobOutcome run_job(const LaunchCommand& command, bool watch_ranks, EventFolder* 
   if (watch_ranks) {
     ::close(err_pipe[1]);
     status = relay_and_wait(pid, err_pipe[0], events, verbose, expected_ranks, &outcome,
-                            &ended_by_hvdrun);
+                            &ended_by_hvdrun, num_proc);
     ::close(err_pipe[0]);
   } else {
     // Polled, not blocked in waitpid: a job that outlives a forwarded signal is ended.

@@ -35,16 +35,21 @@ struct JobOutcome {
   std::set<int> proxies_ended_first;
   long job_family = -1;  // Open MPI: from its daemons' command lines
   std::set<int> ranks_reported;
+  // Ranks whose monitors went silent while others had exited, for which hvdrun ended
+  // the launcher (it waited on their node for ever).
+  std::vector<int> silent_ranks;
 };
 
 // events: with watch_ranks, where the rank monitors write their markers as files
 // instead of stderr (--output-filename); null: stderr only. verbose: say what was
-// found there that is not a monitor's marker. expected_ranks (with watch_ranks; 0: not
+// found there that is not a monitor's marker. num_proc: the job's ranks (0: not known),
+// for the silent-node rule of relay_and_wait. expected_ranks (with watch_ranks; 0: not
 // known): once that many ranks have reported their exit, a launcher still running
 // kRanksGoneSeconds later is ended (SIGTERM, then SIGKILL): nothing of the job is left
 // for it to wait for.
 JobOutcome run_job(const LaunchCommand& command, bool watch_ranks = false,
-                   EventFolder* events = nullptr, bool verbose = false, int64_t expected_ranks = 0);
+                   EventFolder* events = nullptr, bool verbose = false, int64_t num_proc = 0,
+                   int64_t expected_ranks = 0);
 
 inline constexpr double kRanksGoneSeconds = 10;
 

@@ -45,6 +45,9 @@ class LineRelay {
   // newline in the same write (a newline written alone would be a chunk, and get a
   // prefix, of its own). A line of the monitor's own (a marker) then starts a line.
   void end_line();
+  // Nothing held and the last byte passed on ended a line: a marker written now
+  // breaks no line of the rank's.
+  bool at_line_start() const { return held_.empty() && !mid_line_; }
 
  private:
   void pass_on(size_t bytes);

@@ -146,6 +146,16 @@ std::vector<int> LauncherChildren::fds() const {
   return out;
 }
 
+void LauncherChildren::signal_running(int sig) {
+  check();
+  for (auto& [pid, child] : children_) {
+    if (child.pidfd < 0 || child.ended) continue;
+    const pid_t group = ::getpgid(pid);
+    if (group > 0 && group == pid && group != ::getpgrp()) ::kill(-group, sig);
+    ::syscall(SYS_pidfd_send_signal, child.pidfd, sig, nullptr, 0);
+  }
+}
+
 void LauncherChildren::check() {
   std::vector<Child*> ended_now;
   for (auto& [pid, child] : children_) {

@@ -81,6 +81,10 @@ class LauncherChildren {
   // yet ended, are the ones whose end it reacted to.
   void check();
   const std::set<int>& ended_first() const { return ended_first_; }
+  // Sends sig to each child not seen to end, and to its process group where it has one
+  // of its own (Open MPI's rsh starters do): what the launcher started on this host
+  // for a node it lost, which the launcher's own end does not reach.
+  void signal_running(int sig);
   bool any_known() const { return !children_.empty(); }
   // Open MPI: the job's family, from its daemons' command lines; -1 if none seen.
   long job_family() const { return job_family_; }

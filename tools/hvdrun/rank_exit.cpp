@@ -1,6 +1,7 @@
 #include "rank_exit.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -162,12 +163,50 @@ std::string StderrRelay::finish() {
 
 void JobWatch::take_marker(std::string_view line) {
   if (line.substr(0, kRankExitMarker.size()) == kRankExitMarker) {
-    if (auto e = parse_rank_exit(line.substr(kRankExitMarker.size()))) rank_exited(*e);
+    if (auto e = parse_rank_exit(line.substr(kRankExitMarker.size()))) {
+      heard(e->rank);
+      rank_exited(*e);
+    }
   } else if (line.substr(0, kRankMpiMarker.size()) == kRankMpiMarker) {
     std::string fields(line.substr(kRankMpiMarker.size()));
     int rank = -1;
-    if (std::sscanf(fields.c_str(), "rank=%d", &rank) == 1) rank_began_init(rank);
+    if (std::sscanf(fields.c_str(), "rank=%d", &rank) == 1) {
+      heard(rank);
+      rank_began_init(rank);
+    }
+  } else if (line.substr(0, kRankAliveMarker.size()) == kRankAliveMarker) {
+    std::string fields(line.substr(kRankAliveMarker.size()));
+    int rank = -1;
+    if (std::sscanf(fields.c_str(), "rank=%d", &rank) == 1) {
+      alive_markers_ = true;
+      heard(rank);
+    }
   }
+}
+
+namespace {
+
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+void JobWatch::heard(int rank) {
+  const double now = now_seconds ? now_seconds() : steady_seconds();
+  if (started_ < 0) started_ = now;
+  if (rank >= 0) heard_[rank] = now;
+}
+
+std::vector<int> JobWatch::silent_since(double since, int64_t num_proc) const {
+  std::vector<int> silent;
+  if (!alive_markers_ || exited_.empty()) return silent;
+  for (int rank = 0; rank < num_proc; ++rank) {
+    if (exited_.count(rank)) continue;
+    auto it = heard_.find(rank);
+    if ((it == heard_.end() ? started_ : it->second) < since) silent.push_back(rank);
+  }
+  return silent;
 }
 
 void JobWatch::rank_exited(const RankExit& e) {

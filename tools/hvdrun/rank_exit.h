@@ -8,6 +8,8 @@
 // lines out of the output it relays and names the earliest failure.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -50,7 +52,11 @@ inline constexpr std::string_view kRankExitMarker = "\x1ehvdrun:rank-exit ";
 // before MPI_Init): from then on it waits in MPI's initialization for every other
 // rank. Fields: rank= pid= host=.
 inline constexpr std::string_view kRankMpiMarker = "\x1ehvdrun:rank-mpi ";
-// Both start with this.
+// The monitor's word that its rank still runs, every kRankAliveSeconds while it does
+// (stderr only, between the rank's lines). Fields: rank=.
+inline constexpr std::string_view kRankAliveMarker = "\x1ehvdrun:rank-alive ";
+inline constexpr double kRankAliveSeconds = 5;
+// All start with this.
 inline constexpr std::string_view kMarkerStart = "\x1ehvdrun:";
 
 // The marker line for an exit, newline included.
@@ -85,8 +91,16 @@ class JobWatch {
   const std::set<int>& exited() const { return exited_; }
   // True once, when a failure has just been seen for the first time.
   bool take_new_failure();
+  // Ranks 0..num_proc-1 that have not exited and whose monitors have said nothing
+  // since `since` (seconds of now_seconds's clock), while other ranks did exit: their
+  // node no longer reaches the launcher. Empty until a rank-alive marker came (the
+  // monitors send them only to stderr).
+  std::vector<int> silent_since(double since, int64_t num_proc) const;
+  // The clock of silent_since (steady, seconds); settable for tests.
+  double (*now_seconds)() = nullptr;
 
  private:
+  void heard(int rank);
   void failure(const RankExit& exit);
   void check_early_exit();
   std::optional<RankExit> first_;
@@ -94,6 +108,9 @@ class JobWatch {
   bool new_failure_ = false;
   std::optional<RankExit> early_;  // the first clean exit before MPI
   std::set<int> initializing_, exited_;
+  std::map<int, double> heard_;  // rank: when its monitor last said anything
+  double started_ = -1;          // the first word from any monitor
+  bool alive_markers_ = false;
 };
 
 // Copies a job's stderr to hvdrun's own, taking marker lines out (with the rank

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -186,6 +187,21 @@ int run_rank_monitor(int argc, char** argv, const char* events_dir) {
   auto relaying = [&] {
     return std::any_of(std::begin(relays), std::end(relays), [](LineRelay* r) { return r && r->fd() >= 0; });
   };
+  // Every kRankAliveSeconds a rank-alive marker on stderr (rank_exit.h), so hvdrun
+  // tells a node that no longer reaches it from one whose ranks still run. It waits for
+  // the end of the rank's line, but not longer than another interval: a progress bar
+  // that never ends its line gets a line break then.
+  using Clock = LineRelay::Clock;
+  const auto alive_every = std::chrono::milliseconds(static_cast<int64_t>(kRankAliveSeconds * 1000));
+  const bool sends_alive = !events_dir && marker_relay;
+  auto alive_due = Clock::now();
+  auto send_alive = [&](Clock::time_point now) {
+    if (!sends_alive || now < alive_due) return;
+    if (!marker_relay->at_line_start() && now < alive_due + alive_every) return;
+    emit(std::string(kRankAliveMarker) + "rank=" + std::to_string(launcher_rank()) + "\n", nullptr,
+         marker_relay);
+    alive_due = now + alive_every;
+  };
   // One wait for any of them; false when the child's end was seen (or cannot be).
   bool reaped = false;
   auto wait_once = [&](bool watch_child, int limit_ms) {
@@ -202,6 +218,12 @@ int run_rank_monitor(int argc, char** argv, const char* events_dir) {
       if (due >= 0 && (timeout < 0 || due < timeout)) timeout = due;
     }
     if (watch_child && pidfd < 0 && (timeout < 0 || timeout > kExitCheckMs)) timeout = kExitCheckMs;
+    if (watch_child && sends_alive) {
+      // Past due (the rank is mid-line): look again in a tenth of the interval.
+      const auto wait = alive_due > now ? alive_due - now : alive_every / 10;
+      const int alive_ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(wait).count());
+      if (timeout < 0 || alive_ms < timeout) timeout = alive_ms;
+    }
     if (::poll(fds, static_cast<nfds_t>(n), timeout) < 0 && errno != EINTR) return false;
     if (at_notice >= 0 && fds[at_notice].revents) {
       const bool closed = read_notice();
@@ -217,6 +239,7 @@ int run_rank_monitor(int argc, char** argv, const char* events_dir) {
       if (at_relay[i] >= 0 && fds[at_relay[i]].revents) relays[i]->pump();
     for (LineRelay* r : relays)
       if (r) r->flush_due(LineRelay::Clock::now());
+    if (watch_child) send_alive(Clock::now());
     if (!watch_child) return true;
     if (at_child >= 0) return !fds[at_child].revents;
     const pid_t ended = ::waitpid(child, &status, WNOHANG);

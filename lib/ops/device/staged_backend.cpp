@@ -104,7 +104,7 @@ Error StagedBackend::alltoallv(const void* send, const std::vector<int64_t>& sen
                                const std::vector<int64_t>& send_displs, void* recv,
                                const std::vector<int64_t>& recv_counts,
                                const std::vector<int64_t>& recv_displs, hvd_dtype_t dtype,
-                               const Communicator& comm) {
+                               int64_t largest_count, const Communicator& comm) {
   const size_t esize = dtype_size(dtype);
   const size_t send_bytes = static_cast<size_t>(extent(send_counts, send_displs)) * esize;
   const size_t recv_bytes = static_cast<size_t>(extent(recv_counts, recv_displs)) * esize;
@@ -114,7 +114,7 @@ Error StagedBackend::alltoallv(const void* send, const std::vector<int64_t>& sen
   HVD_RETURN_IF_ERROR(to_host(host, send, send_bytes));
   HVD_RETURN_IF_ERROR(wait());
   HVD_RETURN_IF_ERROR(host_->alltoallv(host, send_counts, send_displs, host + recv_offset, recv_counts,
-                           recv_displs, dtype, comm));
+                           recv_displs, dtype, largest_count, comm));
   return to_device(recv, host + recv_offset, recv_bytes);
 }
 

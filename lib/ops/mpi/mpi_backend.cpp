@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 
 #include "base/dtype.h"
 #include "base/op_progress.h"
@@ -174,8 +175,114 @@ uint64_t sum_bytes(const std::vector<int64_t>& counts, int skip, size_t esize) {
 
 }  // namespace
 
+namespace {
+
+int64_t largest(const std::vector<int64_t>& v) {
+  int64_t most = 0;
+  for (int64_t x : v) most = std::max(most, x);
+  return most;
+}
+
+int64_t total(const std::vector<int64_t>& v) {
+  int64_t sum = 0;
+  for (int64_t x : v) sum += x;
+  return sum;
+}
+
+// Where each rank's segment starts in a buffer that holds them rank after rank.
+std::vector<int64_t> segment_starts(const std::vector<int64_t>& counts) {
+  std::vector<int64_t> starts(counts.size());
+  int64_t at = 0;
+  for (size_t q = 0; q < counts.size(); ++q) {
+    starts[q] = at;
+    at += counts[q];
+  }
+  return starts;
+}
+
+// Round `round` of blocks moved in chunks of `chunk` elements: chunk `round` of each
+// block (none where a block is shorter), and where it starts.
+void cut_round(const std::vector<int64_t>& counts, const std::vector<int64_t>& displs,
+               int64_t round, int64_t chunk, std::vector<int64_t>* round_counts,
+               std::vector<int64_t>* round_displs) {
+  const int64_t skip = round * chunk;
+  for (size_t q = 0; q < counts.size(); ++q) {
+    const int64_t done = std::min(skip, counts[q]);
+    (*round_counts)[q] = std::min(chunk, counts[q] - done);
+    (*round_displs)[q] = displs[q] + done;
+  }
+}
+
 // Large counts go through MPI-4's _c functions; everything else through the classic
 // int-count calls, which every MPI implements and tunes best.
+Error allgatherv_once(const void* in, void* recv, const std::vector<int64_t>& counts,
+                      const std::vector<int64_t>& displs, MPI_Datatype type, int me, MPI_Comm comm) {
+  int rc;
+  if (fits_int(counts) && fits_int(displs)) {
+    auto c = to_int(counts), d = to_int(displs);
+    rc = MPI_Allgatherv(in, c[me], type, recv, c.data(), d.data(), type, comm);
+  } else {
+#if MPI_VERSION >= 4
+    auto c = to_count(counts);
+    auto d = to_aint(displs);
+    rc = MPI_Allgatherv_c(in, c[me], type, recv, c.data(), d.data(), type, comm);
+#else
+    return too_large("allgather");
+#endif
+  }
+  return rc == MPI_SUCCESS ? Error::success() : mpi_error(rc, "MPI_Allgatherv");
+}
+
+Error alltoallv_once(const void* send, const std::vector<int64_t>& send_counts,
+                     const std::vector<int64_t>& send_displs, void* recv,
+                     const std::vector<int64_t>& recv_counts,
+                     const std::vector<int64_t>& recv_displs, MPI_Datatype type, MPI_Comm comm) {
+  int rc;
+  if (fits_int(send_counts) && fits_int(send_displs) && fits_int(recv_counts) &&
+      fits_int(recv_displs)) {
+    auto sc = to_int(send_counts), sd = to_int(send_displs);
+    auto rcn = to_int(recv_counts), rd = to_int(recv_displs);
+    rc = MPI_Alltoallv(send, sc.data(), sd.data(), type, recv, rcn.data(), rd.data(), type, comm);
+  } else {
+#if MPI_VERSION >= 4
+    auto sc = to_count(send_counts), rcn = to_count(recv_counts);
+    auto sd = to_aint(send_displs), rd = to_aint(recv_displs);
+    rc = MPI_Alltoallv_c(send, sc.data(), sd.data(), type, recv, rcn.data(), rd.data(), type, comm);
+#else
+    return too_large("alltoall");
+#endif
+  }
+  return rc == MPI_SUCCESS ? Error::success() : mpi_error(rc, "MPI_Alltoallv");
+}
+
+Error reducescatter_once(const void* send, void* recv, const std::vector<int64_t>& counts,
+                         MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  int rc;
+  if (fits_int(counts)) {
+    auto c = to_int(counts);
+    rc = MPI_Reduce_scatter(send, recv, c.data(), type, op, comm);
+  } else {
+#if MPI_VERSION >= 4
+    auto c = to_count(counts);
+    rc = MPI_Reduce_scatter_c(send, recv, c.data(), type, op, comm);
+#else
+    return too_large("reducescatter");
+#endif
+  }
+  return rc == MPI_SUCCESS ? Error::success() : mpi_error(rc, "MPI_Reduce_scatter");
+}
+
+}  // namespace
+
+// The three below move every rank's block in rounds, chunk r of each block in round r
+// (chunks of the allreduce's size, the same on every rank of the call), and report each
+// round to the watchdog: one call over a slow link would show no progress until it all
+// arrived. A block within one chunk makes one round, today's single call.
+int64_t MpiBackend::rounds_of(int64_t largest_block, hvd_dtype_t dtype) const {
+  const int64_t chunk = chunk_elements(dtype);
+  return std::max<int64_t>(1, (largest_block + chunk - 1) / chunk);
+}
+
 Error MpiBackend::allgatherv(const void* send, void* recv, const std::vector<int64_t>& counts,
                              const std::vector<int64_t>& displs, hvd_dtype_t dtype,
                              const Communicator& comm) {
@@ -183,21 +290,25 @@ Error MpiBackend::allgatherv(const void* send, void* recv, const std::vector<int
   MPI_Datatype type = mpi_datatype(dtype);
   const int me = comm.rank;
   const size_t esize = dtype_size(dtype);
-  const void* in = send == static_cast<const char*>(recv) + displs[me] * esize ? MPI_IN_PLACE : send;
-  int rc;
-  if (fits_int(counts) && fits_int(displs)) {
-    auto c = to_int(counts), d = to_int(displs);
-    rc = MPI_Allgatherv(in, c[me], type, recv, c.data(), d.data(), type, comm.mpi);
+  const bool in_place = send == static_cast<const char*>(recv) + displs[me] * esize;
+  const int64_t rounds = rounds_of(largest(counts), dtype);
+  if (rounds == 1) {
+    HVD_RETURN_IF_ERROR(
+        allgatherv_once(in_place ? MPI_IN_PLACE : send, recv, counts, displs, type, me, comm.mpi));
+    note_op_progress(total(counts) * static_cast<int64_t>(esize));
   } else {
-#if MPI_VERSION >= 4
-    auto c = to_count(counts);
-    auto d = to_aint(displs);
-    rc = MPI_Allgatherv_c(in, c[me], type, recv, c.data(), d.data(), type, comm.mpi);
-#else
-    return too_large("allgather");
-#endif
+    const int64_t chunk = chunk_elements(dtype);
+    std::vector<int64_t> c(counts.size()), d(counts.size());
+    for (int64_t round = 0; round < rounds; ++round) {
+      cut_round(counts, displs, round, chunk, &c, &d);
+      // In place, this rank's chunk already lies at d[me]; otherwise it is read from
+      // the same place in send as it goes to in recv.
+      const void* in = in_place ? MPI_IN_PLACE
+                                : static_cast<const char*>(send) + (d[me] - displs[me]) * esize;
+      HVD_RETURN_IF_ERROR(allgatherv_once(in, recv, c, d, type, me, comm.mpi));
+      note_op_progress(total(c) * static_cast<int64_t>(esize));
+    }
   }
-  if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Allgatherv");
   counters_->global_bytes.fetch_add(static_cast<uint64_t>(counts[me]) * esize * (comm.size - 1),
                                     std::memory_order_relaxed);
   return Error::success();
@@ -207,50 +318,71 @@ Error MpiBackend::alltoallv(const void* send, const std::vector<int64_t>& send_c
                             const std::vector<int64_t>& send_displs, void* recv,
                             const std::vector<int64_t>& recv_counts,
                             const std::vector<int64_t>& recv_displs, hvd_dtype_t dtype,
-                            const Communicator& comm) {
+                            int64_t largest_count, const Communicator& comm) {
   counters_->collectives.fetch_add(1, std::memory_order_relaxed);
   MPI_Datatype type = mpi_datatype(dtype);
-  int rc;
-  if (fits_int(send_counts) && fits_int(send_displs) && fits_int(recv_counts) &&
-      fits_int(recv_displs)) {
-    auto sc = to_int(send_counts), sd = to_int(send_displs);
-    auto rcn = to_int(recv_counts), rd = to_int(recv_displs);
-    rc = MPI_Alltoallv(send, sc.data(), sd.data(), type, recv, rcn.data(), rd.data(), type,
-                       comm.mpi);
+  const int64_t esize = static_cast<int64_t>(dtype_size(dtype));
+  // Every rank makes the rounds of the largest block any rank sends (negotiated, so
+  // alike everywhere), with empty calls where its own blocks have run out.
+  const int64_t rounds = rounds_of(largest_count, dtype);
+  if (rounds == 1) {
+    HVD_RETURN_IF_ERROR(alltoallv_once(send, send_counts, send_displs, recv, recv_counts,
+                                       recv_displs, type, comm.mpi));
+    note_op_progress(total(send_counts) * esize);
   } else {
-#if MPI_VERSION >= 4
-    auto sc = to_count(send_counts), rcn = to_count(recv_counts);
-    auto sd = to_aint(send_displs), rd = to_aint(recv_displs);
-    rc = MPI_Alltoallv_c(send, sc.data(), sd.data(), type, recv, rcn.data(), rd.data(), type,
-                         comm.mpi);
-#else
-    return too_large("alltoall");
-#endif
+    const int64_t chunk = chunk_elements(dtype);
+    const size_t n = send_counts.size();
+    std::vector<int64_t> sc(n), sd(n), rc(n), rd(n);
+    for (int64_t round = 0; round < rounds; ++round) {
+      cut_round(send_counts, send_displs, round, chunk, &sc, &sd);
+      cut_round(recv_counts, recv_displs, round, chunk, &rc, &rd);
+      HVD_RETURN_IF_ERROR(alltoallv_once(send, sc, sd, recv, rc, rd, type, comm.mpi));
+      note_op_progress(total(sc) * esize);
+    }
   }
-  if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Alltoallv");
   counters_->global_bytes.fetch_add(sum_bytes(send_counts, comm.rank, dtype_size(dtype)),
                                     std::memory_order_relaxed);
   return Error::success();
 }
 
+// In rounds, each round's chunks of every rank's segment are packed side by side, as
+// MPI_Reduce_scatter wants its operand: one copy of the operand, a chunk-sized buffer
+// that stays in cache, and no byte more on the wire. A derived datatype would not save
+// the copy: the call takes one datatype for the operand and the result (the result's
+// chunk is contiguous), the reduction ops (MPI's own, and libhvd's float16, bfloat16
+// and unsigned MIN/MAX) are made for contiguous elements, and MPI packs a
+// non-contiguous operand into a buffer of its own before it reduces.
 Error MpiBackend::reducescatter(const void* send, void* recv, const std::vector<int64_t>& counts,
                                 hvd_dtype_t dtype, hvd_reduce_op_t op, const Communicator& comm) {
   counters_->collectives.fetch_add(1, std::memory_order_relaxed);
   MPI_Datatype type = mpi_datatype(dtype);
   MPI_Op mpi_op = mpi_reduce_op(op, dtype);
-  int rc;
-  if (fits_int(counts)) {
-    auto c = to_int(counts);
-    rc = MPI_Reduce_scatter(send, recv, c.data(), type, mpi_op, comm.mpi);
+  const size_t esize = dtype_size(dtype);
+  const int me = comm.rank;
+  const int64_t rounds = rounds_of(largest(counts), dtype);
+  if (rounds == 1) {
+    HVD_RETURN_IF_ERROR(reducescatter_once(send, recv, counts, type, mpi_op, comm.mpi));
+    note_op_progress(total(counts) * static_cast<int64_t>(esize));
   } else {
-#if MPI_VERSION >= 4
-    auto c = to_count(counts);
-    rc = MPI_Reduce_scatter_c(send, recv, c.data(), type, mpi_op, comm.mpi);
-#else
-    return too_large("reducescatter");
-#endif
+    const int64_t chunk = chunk_elements(dtype);
+    const std::vector<int64_t> starts = segment_starts(counts);
+    std::vector<int64_t> c(counts.size()), at(counts.size());
+    int64_t packed_most = 0;
+    for (int64_t x : counts) packed_most += std::min(x, chunk);
+    pack_buffer_.resize(static_cast<size_t>(packed_most) * esize);
+    for (int64_t round = 0; round < rounds; ++round) {
+      cut_round(counts, starts, round, chunk, &c, &at);
+      unsigned char* packed = pack_buffer_.data();
+      for (size_t q = 0; q < counts.size(); ++q) {
+        const size_t bytes = static_cast<size_t>(c[q]) * esize;
+        if (bytes) std::memcpy(packed, static_cast<const char*>(send) + at[q] * esize, bytes);
+        packed += bytes;
+      }
+      void* out = static_cast<char*>(recv) + (at[me] - starts[me]) * esize;
+      HVD_RETURN_IF_ERROR(reducescatter_once(pack_buffer_.data(), out, c, type, mpi_op, comm.mpi));
+      note_op_progress(total(c) * static_cast<int64_t>(esize));
+    }
   }
-  if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Reduce_scatter");
   counters_->global_bytes.fetch_add(sum_bytes(counts, comm.rank, dtype_size(dtype)),
                                     std::memory_order_relaxed);
   return Error::success();

@@ -1,6 +1,8 @@
 // Host-memory collectives over MPI. Buffers larger than the chunk size are reduced
 // in consecutive chunks: MPI counts are int, and MPICH's one large call is slower
 // than several medium ones (it allocates and faults in a temporary buffer per call).
+// Allgather, alltoall and reduce-scatter blocks go in rounds of the same chunks, so
+// the operation watchdog sees each round arrive (base/op_progress.h).
 // Staged (fused) allreduces go in pieces smaller than a core's cache: copied in,
 // reduced and copied out while the piece is still cached, instead of streaming the
 // whole fusion buffer through memory three times.
@@ -37,7 +39,7 @@ class MpiBackend : public Backend {
                   const std::vector<int64_t>& send_displs, void* recv,
                   const std::vector<int64_t>& recv_counts,
                   const std::vector<int64_t>& recv_displs, hvd_dtype_t dtype,
-                  const Communicator& comm) override;
+                  int64_t largest_count, const Communicator& comm) override;
   Error reducescatter(const void* send, void* recv, const std::vector<int64_t>& counts,
                       hvd_dtype_t dtype, hvd_reduce_op_t op, const Communicator& comm) override;
   int64_t staging_count(int64_t count, hvd_dtype_t dtype) const override;
@@ -60,12 +62,15 @@ class MpiBackend : public Backend {
 
  private:
   int64_t chunk_elements(hvd_dtype_t dtype) const;
+  // Rounds of allgatherv, alltoallv and reducescatter: the largest block in chunks.
+  int64_t rounds_of(int64_t largest_block, hvd_dtype_t dtype) const;
   int64_t chunk_bytes_;
   int64_t allreduce_chunk_bytes_ = chunk_bytes_;
   int64_t piece_bytes_ = 512 << 10;
   TrafficCounters* counters_;
   AdasumVhdd adasum_;
   std::vector<unsigned char> ring_buffers_;
+  std::vector<unsigned char> pack_buffer_;  // a reduce-scatter round's operand
 };
 
 Error mpi_error(int code, const char* what);

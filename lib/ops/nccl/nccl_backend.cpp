@@ -344,7 +344,7 @@ Error NcclBackend::alltoallv(const void* send, const std::vector<int64_t>& send_
                              const std::vector<int64_t>& send_displs, void* recv,
                              const std::vector<int64_t>& recv_counts,
                              const std::vector<int64_t>& recv_displs, hvd_dtype_t dtype,
-                             const Communicator& comm) {
+                             int64_t /*largest_count: one grouped call*/, const Communicator& comm) {
   Comm* c = nullptr;
   Error err = comm_for_set(comm, &c);
   if (!err.ok()) return err;

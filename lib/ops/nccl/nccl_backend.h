@@ -48,7 +48,7 @@ class NcclBackend : public Backend {
                   const std::vector<int64_t>& send_displs, void* recv,
                   const std::vector<int64_t>& recv_counts,
                   const std::vector<int64_t>& recv_displs, hvd_dtype_t dtype,
-                  const Communicator& comm) override;
+                  int64_t largest_count, const Communicator& comm) override;
   Error reducescatter(const void* send, void* recv, const std::vector<int64_t>& counts,
                       hvd_dtype_t dtype, hvd_reduce_op_t op, const Communicator& comm) override;
 
