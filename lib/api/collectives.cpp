@@ -4,9 +4,9 @@
 
 #include "api/validate.h"
 #include "base/dtype.h"
-#include "core/enqueue.h"
-#include "core/name_table.h"
-#include "core/wire.h"
+#include "runtime/enqueue.h"
+#include "queue/name_table.h"
+#include "negotiate/wire.h"
 #include "hvd/hvd.h"
 
 using namespace hvd;

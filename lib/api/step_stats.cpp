@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "api/validate.h"
-#include "core/step_stats.h"
+#include "observe/step_stats.h"
 #include "hvd/hvd.h"
 #include "timeline/timeline.h"
 

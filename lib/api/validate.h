@@ -8,10 +8,10 @@
 #include <string>
 
 #include "base/error.h"
-#include "core/enqueue.h"
-#include "core/process_sets.h"
-#include "core/request.h"
-#include "core/runtime.h"
+#include "runtime/enqueue.h"
+#include "queue/process_sets.h"
+#include "queue/request.h"
+#include "runtime/runtime.h"
 
 namespace hvd {
 

@@ -29,10 +29,10 @@ forbid() {
   fi
 }
 
-forbid base 'api|core|fusion|ops|topo|tune|timeline'
-for layer in fusion ops topo tune timeline; do forbid "$layer" 'api|core'; done
+forbid base 'api|runtime|observe|execute|negotiate|adapt|queue|params|fusion|ops|topo|tune|timeline'
+for layer in fusion ops topo tune timeline; do forbid "$layer" 'api|runtime|observe|execute|negotiate|adapt|queue|params'; done
 forbid ops 'fusion'
-forbid core 'api'
+for layer in runtime observe execute negotiate adapt queue params; do forbid "$layer" 'api'; done
 
 # only_in PLACE PATTERN WHAT: fails on lines of lib/ matching PATTERN outside lib/PLACE*.
 only_in() {
@@ -45,7 +45,7 @@ only_in() {
 }
 
 only_in ops/nccl/ '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]nccl\.h[>"]' 'include nccl.h'
-only_in core/params '(^|[^_[:alnum:]])(secure_)?getenv[[:space:]]*\(' 'read the environment'
+only_in params/params '(^|[^_[:alnum:]])(secure_)?getenv[[:space:]]*\(' 'read the environment'
 
 [ "$status" -eq 0 ] && echo "ok: lib/ is layered one way"
 exit "$status"

@@ -4,7 +4,7 @@
 // no judgement at all where it is not measured.
 #include <cstdint>
 
-#include "core/burst_cap.h"
+#include "adapt/burst_cap.h"
 
 // After our headers: cmocka.h defines a fail() macro.
 extern "C" {

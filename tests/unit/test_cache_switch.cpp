@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "core/controller.h"
-#include "core/name_table.h"
+#include "negotiate/controller.h"
+#include "queue/name_table.h"
 
 // After our headers: cmocka.h defines a fail() macro.
 extern "C" {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/layout_watch.h"
+#include "adapt/layout_watch.h"
 
 // After our headers: cmocka.h defines a fail() macro.
 extern "C" {
