@@ -16,8 +16,11 @@
 
 #include <cstdint>
 
-#include "runtime/runtime.h"
+#include <mpi.h>
+
+#include "ops/backend.h"
 #include "ops/mpi/core_probe.h"
+#include "params/params.h"
 
 namespace hvd {
 
@@ -32,11 +35,25 @@ inline constexpr uint64_t kProbeEveryRounds = 64;
 // 2026-11-29 entries). Other sockets are farther still.
 inline constexpr double kFarRoundTripNs = 280;
 
+// What the policy reads of the job: values settled at init, equal where they must be
+// (the runtime fills it; runtime/runtime.h).
+struct FarCoresJob {
+  MPI_Comm world = MPI_COMM_NULL;  // rank 0's word on a chunk size the user set
+  MPI_Comm local = MPI_COMM_NULL;  // the node's ranks: the probe's shared memory
+  int rank = 0;
+  int local_rank = 0;
+  int local_size = 1;
+  bool every_rank_has_a_cpu = true;                  // as agreed at init
+  int64_t chunk_bytes = 0;                           // HVD_ALLREDUCE_CHUNK_BYTES, as agreed
+  Params::AutoChoice setting = Params::AutoChoice::Auto;  // HVD_FAR_CORES
+};
+
 class FarCores {
  public:
-  // Collective over rt.world (on the thread that runs hvd_init): decides, alike on
+  // Collective over job.world (on the thread that runs hvd_init): decides, alike on
   // every rank, whether the nodes probe, and maps the probe's line where they do.
-  explicit FarCores(Runtime& rt);
+  // counters: where the placement in use and the measured round trip are shown.
+  FarCores(const FarCoresJob& job, TrafficCounters* counters);
 
   // This rank's word for the round's flags: false if it measured its node's cores far
   // (local rank 0) or HVD_FAR_CORES=always.
@@ -47,7 +64,10 @@ class FarCores {
   void after_round(uint64_t round);
 
  private:
-  Runtime& rt_;
+  const int rank_;
+  const int local_rank_;
+  const int64_t configured_;  // the chunk size between near cores
+  TrafficCounters* counters_;
   CoreProbe probe_;
   bool probing_ = false;
   bool always_ = false;

@@ -12,17 +12,21 @@
 
 #include <cstdint>
 
-#include "runtime/runtime.h"
+#include <mpi.h>
+
+#include "params/params.h"
 
 namespace hvd {
 
 inline constexpr int64_t kSharedCpusCallBytes = 16 << 20;
 
-// Where ranks share CPUs (rt.every_rank_has_a_cpu false, as agreed), raises
-// params.allreduce_chunk_bytes and params.fusion_piece_bytes to kSharedCpusCallBytes,
+// Where ranks share CPUs (every_rank_has_a_cpu false, as agreed at init), raises
+// params->allreduce_chunk_bytes and params->fusion_piece_bytes to kSharedCpusCallBytes,
 // each unless rank 0's environment set it (HVD_ALLREDUCE_CHUNK_BYTES,
-// HVD_FUSION_PIECE_BYTES). Collective over rt.world where they share; call it on the
-// thread that runs hvd_init, before the background loop reads the sizes.
-void size_calls_for_shared_cpus(Runtime& rt);
+// HVD_FUSION_PIECE_BYTES). Collective over world where they share; call it on the
+// thread that runs hvd_init, before the background loop reads the sizes. rank: this
+// rank in world (rank 0 says what changed).
+void size_calls_for_shared_cpus(bool every_rank_has_a_cpu, MPI_Comm world, int rank,
+                                Params* params);
 
 }  // namespace hvd

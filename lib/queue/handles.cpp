@@ -3,7 +3,6 @@
 #include <chrono>
 #include <thread>
 
-#include "observe/step_stats.h"
 
 namespace hvd {
 
@@ -45,7 +44,8 @@ void HandleState::complete(const Error& result) {
   }
 }
 
-void HandleState::wait(int64_t spin_us) const {
+void HandleState::wait(int64_t spin_us, int64_t* blocked_ns) const {
+  if (blocked_ns) *blocked_ns = 0;
   if (done()) return;
   const auto start = std::chrono::steady_clock::now();
   const auto until = start + std::chrono::microseconds(spin_us);
@@ -62,11 +62,9 @@ void HandleState::wait(int64_t spin_us) const {
   }
   if (!finished)
     while (!done()) done_.wait(0, std::memory_order_acquire);
-  StepStats& stats = step_stats();
-  if (stats.enabled()) {
+  if (blocked_ns) {
     const auto waited = std::chrono::steady_clock::now() - start;
-    stats.add_wait(std::string_view(name_.get(), name_size_),
-                   std::chrono::duration_cast<std::chrono::nanoseconds>(waited).count());
+    *blocked_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(waited).count();
   }
 }
 

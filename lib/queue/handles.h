@@ -31,9 +31,12 @@ class HandleState {
   // Completes one part; the handle is done when every part is. The first error wins.
   void complete(const Error& result);
   bool done() const { return done_.load(std::memory_order_acquire) != 0; }
-  // Blocks until done: polls for spin_us, then sleeps on the futex. A wait that
-  // blocks adds its time to the step accounting, under the handle's tensor name.
-  void wait(int64_t spin_us) const;
+  // Blocks until done: polls for spin_us, then sleeps on the futex. blocked_ns, when
+  // given, receives how long it blocked (for the step accounting: runtime/enqueue.h,
+  // wait_counted).
+  void wait(int64_t spin_us, int64_t* blocked_ns = nullptr) const;
+  // The tensor name set_name gave (empty when none was).
+  std::string_view name() const { return std::string_view(name_.get(), name_size_); }
   // The tensor waited on, for step accounting (set at enqueue, before the handle is
   // published, only while step accounting is on).
   void set_name(std::string_view name) {

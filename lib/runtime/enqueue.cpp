@@ -80,6 +80,17 @@ void hurry(const HandleState& state) {
   if (auto rt = current_runtime()) rt->queue.flush(state.queued_at());
 }
 
+void wait_counted(const HandleState& state, int64_t spin_us) {
+  StepStats& stats = step_stats();
+  if (!stats.enabled()) {
+    state.wait(spin_us);
+    return;
+  }
+  int64_t blocked_ns = 0;
+  state.wait(spin_us, &blocked_ns);
+  if (blocked_ns > 0) stats.add_wait(state.name(), blocked_ns);
+}
+
 Error wait_handle(hvd_handle_t handle, int64_t spin_us) {
   auto state = handle_table().take(handle);
   if (!state)
@@ -88,7 +99,7 @@ Error wait_handle(hvd_handle_t handle, int64_t spin_us) {
                       "waited for",
                       static_cast<long long>(handle));
   hurry(*state.get());
-  state->wait(spin_us);
+  wait_counted(*state.get(), spin_us);
   return state->result();
 }
 

@@ -36,6 +36,11 @@ int64_t wait_spin_us();
 // stops waiting for the rest of a burst (the caller's burst is over) and takes it now.
 void hurry(const HandleState& state);
 
+// HandleState::wait, and a wait that blocked adds its time to the step accounting
+// under the handle's tensor name (observe/step_stats.h). Every caller's wait on a
+// handle goes through here.
+void wait_counted(const HandleState& state, int64_t spin_us);
+
 // Blocks until the handle completes and releases it; returns its result.
 // spin_us: how long to poll before sleeping.
 Error wait_handle(hvd_handle_t handle, int64_t spin_us);

@@ -369,7 +369,7 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
   rt->rounds_overlap_pushes = cpus >= 2 || rt->gpu_device >= 0;
   // Agreed: it chooses MPI calls (the fused ring, HVD_FUSED_RING=auto).
   rt->every_rank_has_a_cpu = agree_every_rank_has_a_cpu(*rt, cpus);
-  size_calls_for_shared_cpus(*rt);
+  size_calls_for_shared_cpus(rt->every_rank_has_a_cpu, rt->world, rt->rank, &rt->params);
   HVD_LOG(Debug, "%.3g CPUs for this rank%s: %s", cpus, rt->gpu_device >= 0 ? " and a GPU" : "",
           rt->rounds_overlap_pushes
               ? "a round's transfers can overlap the caller's pushes"

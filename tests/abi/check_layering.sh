@@ -1,12 +1,15 @@
 #!/bin/sh
-# The layering of lib/ is one-way (DESIGN.md, Layout): api -> core -> fusion -> ops,
-# with topo, tune and timeline consulted by core, and base below everything.
+# The layering of lib/ is one-way (DESIGN.md, Layout): api on top; then the folders a
+# tensor travels through, each including only the folders after it,
+#   runtime -> observe -> execute -> negotiate -> adapt -> queue -> params
+# (each folder's README.md says what it owns and may call); then fusion, ops, topo,
+# tune and timeline, which include none of those; base below everything.
 #   base                          includes nothing from lib/ outside itself
-#   fusion ops topo tune timeline include nothing from core/ or api/
+#   fusion ops topo tune timeline include nothing from the folders above
 #   ops                           includes nothing from fusion/
-#   core                          includes nothing from api/
 # and, from the same paragraph of DESIGN.md: nothing outside ops/nccl includes
-# nccl.h, nothing outside core/params* calls getenv.
+# nccl.h, nothing outside params/params* calls getenv.
+# scripts/upward_includes.sh lists the includes that run back up an order.
 set -eu
 src="$1"
 lib="$src/lib"
@@ -29,10 +32,16 @@ forbid() {
   fi
 }
 
-forbid base 'api|runtime|observe|execute|negotiate|adapt|queue|params|fusion|ops|topo|tune|timeline'
-for layer in fusion ops topo tune timeline; do forbid "$layer" 'api|runtime|observe|execute|negotiate|adapt|queue|params'; done
+# The folders a tensor travels through, top first.
+tensor_path="runtime observe execute negotiate adapt queue params"
+above=api
+for layer in $tensor_path; do
+  forbid "$layer" "$above"
+  above="$above|$layer"
+done
+forbid base "$above|fusion|ops|topo|tune|timeline"
+for layer in fusion ops topo tune timeline; do forbid "$layer" "$above"; done
 forbid ops 'fusion'
-for layer in runtime observe execute negotiate adapt queue params; do forbid "$layer" 'api'; done
 
 # only_in PLACE PATTERN WHAT: fails on lines of lib/ matching PATTERN outside lib/PLACE*.
 only_in() {
