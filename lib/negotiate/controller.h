@@ -24,6 +24,7 @@
 
 #include "base/tensor_key.h"
 #include "adapt/cache_churn.h"
+#include "negotiate/announcements.h"
 #include "queue/node_pool.h"
 #include "queue/process_sets.h"
 #include "queue/response.h"
@@ -109,14 +110,10 @@ class Controller {
 
   // Tensors announced by some but not all ranks, with the time first seen: the stall
   // inspector reads this. Coordinator decisions to fail one are queued here.
-  struct Stalled {
-    std::string key;
-    std::string name;
-    int32_t process_set;
-    double first_seen;
-    std::vector<int> missing_ranks;
-  };
-  std::vector<Stalled> stalled(double older_than) const;
+  using Stalled = StalledTensor;
+  std::vector<Stalled> stalled(double older_than) const {
+    return announcements_.stalled(older_than);
+  }
   void decide_timeout(const Stalled& stalled, const std::string& message);
   // Coordinator: decisions (timeouts, tuning) wait for the next round's messages.
   bool has_decisions() const { return !decisions_.empty(); }
@@ -141,7 +138,7 @@ class Controller {
   bool take_tuning(std::string* blob);
 
   // Where negotiation progress is recorded (may be nullptr).
-  void set_timeline(Timeline* timeline) { timeline_ = timeline; }
+  void set_timeline(Timeline* timeline) { announcements_.set_timeline(timeline); }
 
   // Local requests that can never run: a non-allreduce operation pending on a process
   // set with a joined rank (that rank will not submit it), cached or not. Completed by
@@ -161,23 +158,6 @@ class Controller {
     bool announced = false;
     double since = 0;       // when this rank took the request in
   };
-  struct Announcement {
-    std::string name;
-    int32_t process_set = 0;
-    std::vector<TensorSpec> specs;  // by set rank
-    std::vector<char> have;
-    int count = 0;
-    double first_seen = 0;
-    // Set ranks that refused the call (empty: none did), and the lowest one's message.
-    std::vector<char> refused;
-    int refusing_rank = -1;  // world rank
-    int refusals = 0;
-    std::string refusal;
-    // A refusing rank may call again under the name before the others have announced
-    // the refused call: its new announcement waits here until this one completes.
-    std::vector<std::pair<int, WireEntry>> deferred;
-  };
-
   // The response cache slot of a request's key, or -1: the hint its name entry keeps
   // (core/name_table.h) while the slot still holds the response found then, else a
   // lookup.
@@ -196,18 +176,9 @@ class Controller {
   int local_slot(const Response& response) const;
   // Keeps a request by key; returns the key.
   const std::string& add_pending(Local&& local);
-  // One rank's entry of a round's messages.
-  void apply_entry(int rank, WireEntry&& e, double now);
-  // Completes an announcement if every member has announced it or has joined.
-  bool try_complete(const std::string& key, Announcement& a, const ProcessSet& set);
-  // The failure of an announcement some member refused.
-  Response refused_response(const std::string& key, const Announcement& a, const ProcessSet& set) const;
-  // Whether this rank refused the announced call (it has no request of it).
-  bool refused_locally(const Announcement& a) const;
-  static bool refused_locally(const Announcement& a, const ProcessSet& set);
-  // Removes a completed announcement; its deferred entries go to replay_.
-  void erase_announcement(std::unordered_map<std::string, Announcement>::iterator it);
-  void record_join(int world_rank, const std::string& key, const std::string& name);
+  // Queues the tensors the announcement table completed (completed_), in its order:
+  // into the response cache where they may be kept, then ready.
+  void queue_completed();
   bool joined_locally() const;
 
   int world_rank_;
@@ -233,35 +204,18 @@ class Controller {
   std::string scratch_key_;  // a key in a process set other than the global one
   std::vector<std::string> unannounced_;   // keys, in enqueue order
   std::vector<int> invalid_slots_;
-  std::unordered_map<std::string, Announcement> table_;
-  std::vector<std::pair<int, WireEntry>> replay_;  // deferred entries, applied next
-  // Groups (grouped allreduce, allgather, reducescatter) whose member failed to agree
-  // this round: their other members fail too at the round's end (fail_group_members),
-  // or a rank that submitted more members than its peers would wait on them for ever.
-  struct FailedGroup {
-    std::string prefix;  // the members' names are "<prefix>.<index>"
-    int32_t process_set = 0;
-    int32_t members = 0;  // the largest group size any rank gave
-    Error error;
-  };
-  std::vector<FailedGroup> failed_groups_;
-  void fail_group_members();
-  std::vector<std::string> table_order_;   // keys in first-seen order, for the inspector
+  // What every rank announced by name, and the tensors that completed from it (their
+  // capacity reused).
+  AnnouncementTable announcements_;
+  std::vector<Completed> completed_;
   std::vector<WireEntry> decisions_;       // coordinator's timeouts and tuning to send
   // Calls this rank refused, sent first in the message: before any call under the
   // same name that followed them.
   std::vector<WireEntry> refusals_;
   std::vector<Response> ready_;  // [0, ready_count_) ready; the rest stale, for reuse
   size_t ready_count_ = 0;
-  Timeline* timeline_ = nullptr;
   std::string tuning_received_;
   bool has_tuning_ = false;
-
-  // Join (global): which world ranks have joined, in the order their announcements
-  // were applied, identical on every rank.
-  std::vector<char> joined_;
-  int joined_count_ = 0;
-  int last_joined_ = -1;
 };
 
 }  // namespace hvd
