@@ -6,7 +6,6 @@
 
 #include "base/dtype.h"
 #include "base/log.h"
-#include "base/rank_list.h"
 #include "observe/step_stats.h"
 #include "observe/step_summary.h"
 #include "fusion/scale.h"
@@ -153,72 +152,6 @@ void BackgroundLoop::start_device() {
   executor_.set_device(device_.get(), "");
 }
 
-void BackgroundLoop::start_tuner() {
-  const Params& p = rt_.params;
-  if (!p.autotune || rt_.rank != 0) return;
-  TunerConfig tc;
-  tc.warmup_samples = p.autotune_warmup_samples;
-  tc.steps_per_sample = p.autotune_steps_per_sample;
-  tc.max_samples = p.autotune_bayes_opt_max_samples;
-  tc.gaussian_process_noise = p.autotune_gaussian_process_noise;
-  tc.log_path = p.autotune_log;
-  tc.initial.fusion_threshold = fusion_.threshold;
-  tc.initial.cycle_time_ms = cycle_time_ms_;
-  tc.initial.hierarchical_allreduce = p.hierarchical_allreduce;
-  tc.initial.hierarchical_allgather = p.hierarchical_allgather;
-  tc.initial.cache_enabled = controller_.cache_enabled();
-  // Knobs the user set are held; so are those with nothing to choose here: one node
-  // (no hierarchy). A cache capacity the user set holds the cache on (or off, at 0).
-  tc.fixed_fusion_threshold = param_is_set("HOROVOD_FUSION_THRESHOLD");
-  tc.fixed_cycle_time = param_is_set("HOROVOD_CYCLE_TIME");
-  tc.fixed_hierarchical_allreduce =
-      param_is_set("HOROVOD_HIERARCHICAL_ALLREDUCE") || !hier_.useful();
-  tc.fixed_hierarchical_allgather =
-      param_is_set("HOROVOD_HIERARCHICAL_ALLGATHER") || !hier_ag_.useful();
-  tc.fixed_cache = param_is_set("HOROVOD_CACHE_CAPACITY") || p.cache_capacity == 0;
-  std::string why;
-  tuner_ = ParameterManager::create(tc, &why);
-  if (!tuner_) HVD_LOG(Warning, "autotune is off: %s", why.c_str());
-}
-
-void BackgroundLoop::observe_for_tuning(std::span<const Response> ready,
-                                        const std::vector<Batch>& batches) {
-  if (!tuner_->tuning()) return;
-  const double now = now_seconds();
-  bool step_ended = false;
-  for (const Response& r : ready)
-    if (r.error.ok() && r.spec.op != OpType::Join && steps_.observe(r.key, r.key_hash, r.cache_slot))
-      step_ended = true;
-  // A step ends when a tensor name comes back: score the step just finished.
-  if (step_ended && step_start_ > 0 &&
-      tuner_->record_step(step_bytes_, now - step_start_)) {
-    uint8_t blob[kTunedParamsWireSize];
-    encode_tuned_params(tuner_->params(), blob);
-    controller_.send_tuning(std::string(reinterpret_cast<char*>(blob), sizeof blob));
-    rt_.queue.poke();  // a round must carry it even if the job goes quiet now
-  }
-  if (step_ended || step_start_ == 0) {
-    step_start_ = now;
-    step_bytes_ = 0;
-  }
-  for (const Batch& b : batches) step_bytes_ += b.bytes;
-}
-
-void BackgroundLoop::observe_step(std::span<const Response> ready) {
-  bool step_ended = false;
-  for (const Response& r : ready) {
-    if (!r.error.ok() || r.spec.op == OpType::Join) continue;
-    if (stat_steps_.observe(r.key, r.key_hash, r.cache_slot)) step_ended = true;
-    // The first tensor ever run starts the first step.
-    if (!steps_started_) step_ended = steps_started_ = true;
-  }
-  if (!step_ended) return;
-  double step_s = 0, wait_s = 0;
-  if (step_stats().boundary(now_seconds(), false, &step_s, &wait_s) && rt_.rank == 0)
-    process_timeline().step_counter(static_cast<int64_t>(step_s * 1e9),
-                                    static_cast<int64_t>(wait_s * 1e9));
-}
-
 bool BackgroundLoop::fuse_large_tensors(int32_t set_id) {
   // A hierarchical reduction takes a fused batch whole through the fusion buffer, so
   // large tensors stay alone there.
@@ -323,47 +256,6 @@ int64_t BackgroundLoop::await_arrivals(int32_t set_id) {
   return monotonic_ns() - start;
 }
 
-void BackgroundLoop::apply_tuning(const std::string& blob) {
-  TunedParams tp;
-  if (!decode_tuned_params(reinterpret_cast<const uint8_t*>(blob.data()), blob.size(), &tp)) {
-    HVD_LOG(Warning, "ignored tuned parameters that this version cannot decode");
-    return;
-  }
-  applied_ = tp;
-  fusion_.threshold = tp.fusion_threshold;
-  cycle_time_ms_ = tp.cycle_time_ms;
-  executor_.use_hierarchical(tp.hierarchical_allreduce);
-  plan_memo_.forget();  // the threshold is compared; fuse_large reads the hierarchical choice
-  executor_.use_hierarchical_allgather(tp.hierarchical_allgather);
-  // The cache changes the bit vector's length: it switches after this round's
-  // responses have run (switch_cache), on every rank alike.
-  if (tp.cache_enabled != controller_.cache_enabled()) cache_switch_ = tp.cache_enabled ? 1 : 0;
-  HVD_LOG(Debug, "autotune: now %s", describe(tp).c_str());
-}
-
-void BackgroundLoop::switch_cache() {
-  if (cache_switch_ < 0) return;
-  controller_.set_cache_enabled(cache_switch_ == 1);
-  cache_switch_ = -1;
-  speculation_.forget();
-}
-
-void BackgroundLoop::toggle_cache_for_tests() {
-  // HVD_CACHE_TOGGLE_ROUNDS: the coordinator flips the cache through the same entry
-  // and the same switch-over as the autotuner's decisions, so tests can exercise them
-  // often while tensors are in flight.
-  const int64_t every = rt_.params.cache_toggle_rounds;
-  if (rt_.rank != 0 || tuner_ || every <= 0 || rt_.params.cache_capacity == 0) return;
-  if ((round_ + 1) % every != 0) return;
-  toggled_cache_on_ = !toggled_cache_on_;
-  TunedParams tp = applied_;
-  tp.tuning = false;
-  tp.cache_enabled = toggled_cache_on_;
-  uint8_t blob[kTunedParamsWireSize];
-  encode_tuned_params(tp, blob);
-  controller_.send_tuning(std::string(reinterpret_cast<char*>(blob), sizeof blob));
-}
-
 Error BackgroundLoop::administer(const Response& response, Request* local) {
   if (response.spec.op == OpType::ProcessSetAdd) {
     std::vector<int> ranks(response.spec.splits.begin(), response.spec.splits.end());
@@ -430,46 +322,6 @@ void BackgroundLoop::complete_speculated(const Response& r, const void* result) 
     timeline.op_end(row, "OK", horovod_dtype_label(spec.dtype), output_shape_text(r, *global));
   rt_.speculated.fetch_add(1, std::memory_order_relaxed);
   complete(std::move(local), Error::success());
-}
-
-void BackgroundLoop::inspect_stalls() {
-  if (rt_.params.stall_check_disable || rt_.params.stall_check_time_s <= 0) return;
-  double now = now_seconds();
-  const double interval = rt_.params.stall_check_time_s;
-  const double limit = rt_.params.stall_shutdown_time_s;
-  // Checked a tenth of the shortest of the two times apart (at most once a second, at
-  // least 50 ms apart): a check once a second made a 3 s timeout fire at 4 s and a 1 s
-  // warning say "waited 2 s".
-  const double every = std::clamp(std::min(interval, limit > 0 ? limit : interval) / 10, 0.05, 1.0);
-  if (now - last_stall_check_ < every) return;
-  last_stall_check_ = now;
-  // Keys that are no longer stalled drop out here, so a later stall of the same
-  // tensor is warned about afresh.
-  std::unordered_map<std::string, StallWarning> warned;
-  for (const Controller::Stalled& s : controller_.stalled(now - interval)) {
-    StallWarning w{s.first_seen, 0};
-    auto it = stall_warned_.find(s.key);
-    if (it != stall_warned_.end() && it->second.first_seen == s.first_seen) w = it->second;
-    // Once per tensor per interval: at the warning time, then every interval after,
-    // until its timeout is decided.
-    if (!w.timed_out && (w.last_warning == 0 || now - w.last_warning >= interval)) {
-      HVD_LOG(Warning,
-              "tensor '%s' (process set %d) has waited %.1f s for rank(s) %s: they have not "
-              "submitted it (a rank stopped, skipped the tensor or named it differently)",
-              s.name.c_str(), s.process_set, now - s.first_seen, rank_list(s.missing_ranks).c_str());
-      w.last_warning = now;
-    }
-    if (limit > 0 && now - s.first_seen >= limit && !w.timed_out) {
-      // Decided once: the entry leaves the table in the round that carries it.
-      controller_.decide_timeout(
-          s, "tensor '" + s.name + "' timed out after " + std::to_string(static_cast<int>(limit)) +
-                 " s (HOROVOD_STALL_SHUTDOWN_TIME_SECONDS): ranks " + rank_list(s.missing_ranks) +
-                 " never submitted it");
-      w.timed_out = true;
-    }
-    warned.emplace(s.key, w);
-  }
-  stall_warned_.swap(warned);
 }
 
 Error BackgroundLoop::run_round(bool* shutdown) {
