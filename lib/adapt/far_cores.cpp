@@ -11,7 +11,7 @@ FarCores::FarCores(const FarCoresJob& job, TrafficCounters* counters)
       counters_(counters) {
   always_ = job.setting == Params::AutoChoice::Always;
   // A chunk size the user set is kept; rank 0's word counts, as for the size itself
-  // (params are rank 0's: core/init_agreement.h).
+  // (params are rank 0's: runtime/init_agreement.h).
   int explicit_chunk = param_is_set("HVD_ALLREDUCE_CHUNK_BYTES") ? 1 : 0;
   MPI_Bcast(&explicit_chunk, 1, MPI_INT, 0, job.world);
   // Ranks that share CPUs answer each other only when the scheduler lets them (the

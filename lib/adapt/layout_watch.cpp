@@ -29,7 +29,7 @@ LayoutWatch::Stream& LayoutWatch::stream_of(const TensorSpec& spec) {
 }
 
 bool LayoutWatch::same_stream(const TensorSpec& x, const TensorSpec& spec) {
-  // The planner's fusion key for a host allreduce (core/fusion_planner.cpp).
+  // The planner's fusion key for a host allreduce (execute/fusion_planner.cpp).
   return x.dtype == spec.dtype && x.reduce_op == spec.reduce_op && x.prescale == spec.prescale &&
          x.postscale == spec.postscale && x.process_set == spec.process_set;
 }

@@ -3,7 +3,7 @@
 // buffers) submitted a tensor at a time.
 //
 // The executor reduces a piece of a fused batch where it lies when the piece is whole
-// in one run of in-place tensors back to back (core/execute.cpp), but large tensors are
+// in one run of in-place tensors back to back (execute/execute.cpp), but large tensors are
 // fused only where the set's fusion says so (FusionConfig::fuse_large), and each rank
 // knows only its own memory. So each rank watches the rounds it runs: for each stream
 // of host allreduces that share a fusion key, in the order the round answered them,

@@ -10,7 +10,7 @@ void size_calls_for_shared_cpus(bool every_rank_has_a_cpu, MPI_Comm world, int r
                                 Params* params) {
   if (every_rank_has_a_cpu) return;  // agreed: every rank returns here, or none
   // Sizes the user set are kept; rank 0's word counts, as for the sizes themselves
-  // (params are rank 0's: core/init_agreement.h).
+  // (params are rank 0's: runtime/init_agreement.h).
   int set[2] = {param_is_set("HVD_ALLREDUCE_CHUNK_BYTES") ? 1 : 0,
                 param_is_set("HVD_FUSION_PIECE_BYTES") ? 1 : 0};
   MPI_Bcast(set, 2, MPI_INT, 0, world);

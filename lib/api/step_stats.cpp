@@ -1,4 +1,4 @@
-// Exported: step accounting (core/step_stats.h).
+// Exported: step accounting (observe/step_stats.h).
 #include <cstddef>
 #include <cstdio>
 

@@ -96,7 +96,7 @@ void Executor::run(const Batch& batch, const std::vector<Response>& responses,
       set->member() && set->size() > 1) {
     for (size_t k = 0; k < items; ++k) layout_watch_->note(batch.items[k], locals[k]);
     // Small tensors fuse alone unless the set fuses large ones or a group holds them
-    // together (core/fusion_planner.h).
+    // together (execute/fusion_planner.h).
     if (!batch.fused || batch.fuses_large || first.spec.group_size > 0) layout_watch_->may_hold_large();
   }
 
@@ -337,7 +337,7 @@ Error Executor::allreduce_fused(const Batch& batch, const std::vector<Response>&
   // framework's flat gradient buffer) is reduced where it is: no copy in or out, only
   // the scaling, in place. One that lies whole in one tensor reduced out of place is
   // copied into that tensor's output and reduced there: one copy instead of two (the
-  // large tensors of a batch, core/fusion_planner.h). Other ranks may copy the same
+  // large tensors of a batch, execute/fusion_planner.h). Other ranks may copy the same
   // piece; the MPI calls are the same either way.
   mark_contiguous_runs(locals, dtype_size(spec.dtype));
   index_.assign(counts_);

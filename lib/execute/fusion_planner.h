@@ -58,7 +58,7 @@ std::vector<Batch> plan_batches(std::span<const Response> responses, const Fusio
 // plan_batches, remembered: a round whose responses are the same cached responses in
 // the same order as the last planned round's (a training loop's steady state: every
 // tensor answered from the response cache) gets the same plan without planning again.
-// A cached response's version names its content (core/response.h), so equal versions
+// A cached response's version names its content (queue/response.h), so equal versions
 // are equal inputs; the config's numbers are compared too, and forget() is called
 // when anything behind config.fuse_large changes (the tuned hierarchical choice).
 // Every rank sees the same rounds, so every rank reuses alike.

@@ -38,9 +38,9 @@ struct RoundFlags {
   bool any_announcements = false;  // an allgatherv of messages follows
   bool any_busy = false;           // some rank had work: the next round follows soon
   bool shutdown = false;           // some rank asked to shut down
-  bool cpus_free = false;          // every rank's CPUs are free for overlap (core/burst_cap.h)
-  bool near_cores = false;         // no node's ranks on far cores (core/far_cores.h)
-  // Every rank's large host allreduces lie back to back in memory (core/layout_watch.h).
+  bool cpus_free = false;          // every rank's CPUs are free for overlap (adapt/burst_cap.h)
+  bool near_cores = false;         // no node's ranks on far cores (adapt/far_cores.h)
+  // Every rank's large host allreduces lie back to back in memory (adapt/layout_watch.h).
   bool back_to_back = false;
   // Every rank's pending work is in the response cache: nothing can progress until
   // some rank enqueues more, and that rank rings the doorbells, so rounds can wait.
@@ -49,9 +49,9 @@ struct RoundFlags {
 
 // A rank's own judgements for the round's flags, each ANDed over the ranks.
 struct RankWords {
-  bool cpus_free = true;       // core/burst_cap.h
-  bool near_cores = true;      // core/far_cores.h
-  bool back_to_back = false;   // core/layout_watch.h
+  bool cpus_free = true;       // adapt/burst_cap.h
+  bool near_cores = true;      // adapt/far_cores.h
+  bool back_to_back = false;   // adapt/layout_watch.h
 };
 
 class Controller {
@@ -60,7 +60,7 @@ class Controller {
 
   // Takes new local requests (already checked for duplicate names).
   void intake(std::vector<Request>&& requests);
-  // Calls this rank refused (core/request.h: Refusal): announced with this round's
+  // Calls this rank refused (queue/request.h: Refusal): announced with this round's
   // messages. Every rank fails the tensor once each member of its set has announced
   // or refused it; a request that waits on the tensor's cache slot is announced by
   // name instead (the slot is invalidated), so it meets the refusal.
@@ -159,7 +159,7 @@ class Controller {
     double since = 0;       // when this rank took the request in
   };
   // The response cache slot of a request's key, or -1: the hint its name entry keeps
-  // (core/name_table.h) while the slot still holds the response found then, else a
+  // (queue/name_table.h) while the slot still holds the response found then, else a
   // lookup.
   int cached_slot(const Request& r);
   void add_response(Response&& response);

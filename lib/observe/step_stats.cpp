@@ -5,7 +5,7 @@
 namespace hvd {
 
 StepStats& step_stats() {
-  // Never destroyed, as the handle table (core/enqueue.cpp): a thread still in hvd_wait
+  // Never destroyed, as the handle table (runtime/enqueue.cpp): a thread still in hvd_wait
   // when exit() runs elsewhere adds its wait here. It holds nothing to flush.
   static StepStats& stats = *new StepStats;
   return stats;

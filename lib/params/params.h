@@ -69,17 +69,17 @@ struct Params {
   std::string cuda_visible_devices;  // read, not set: pinning maps ordinals through it
   int64_t allreduce_chunk_bytes = HVD_ALLREDUCE_CHUNK_BYTES_DEFAULT;
   int64_t inplace_min_bytes = 256ll << 10;
-  // Whether tensors of inplace_min_bytes and more join fused batches (core/fusion_planner.h),
+  // Whether tensors of inplace_min_bytes and more join fused batches (execute/fusion_planner.h),
   // and the other knobs that read auto|never|always.
   enum class AutoChoice { Auto, Never, Always };
   AutoChoice fuse_large = AutoChoice::Auto;  // auto: in process sets that span nodes
-  // HVD_FUSED_RING (core/execute_ring.cpp); auto: likewise, batches of 64 KiB and more.
+  // HVD_FUSED_RING (execute/execute_ring.cpp); auto: likewise, batches of 64 KiB and more.
   AutoChoice fused_ring = AutoChoice::Auto;
   // auto: large allreduces go in kFarCoresChunkBytes calls while a node's first two
-  // ranks sit on cores that share no cache (probed; core/far_cores.h)
+  // ranks sit on cores that share no cache (probed; adapt/far_cores.h)
   AutoChoice far_cores = AutoChoice::Auto;
   int64_t fusion_piece_bytes = 1ll << 20;
-  int64_t speculative_bytes = 16ll << 10;  // see core/speculation.h; agreed at init
+  int64_t speculative_bytes = 16ll << 10;  // see negotiate/speculation.h; agreed at init
   int64_t spin_us = 50;
   int64_t bg_spin_us = 50;
   int64_t burst_gap_us = 50;
@@ -87,7 +87,7 @@ struct Params {
   int64_t poll_us = 200;
   int64_t idle_poll_ms = 5;
   int64_t cache_toggle_rounds = 0;  // tests: flip the response cache every N rounds
-  bool step_stats = true;           // step accounting (see core/step_stats.h)
+  bool step_stats = true;           // step accounting (see observe/step_stats.h)
   int64_t step_stats_warmup = 1;    // recorded steps not measured at the start
   bool summary = false;             // rank 0 prints the step summary at shutdown
   std::string summary_file;         // and writes it as JSON here
@@ -143,7 +143,7 @@ bool set_param_text(Params* params, const char* name, const char* text, std::str
 // The knobs that decide which MPI calls every rank makes, and of what sizes: the fusion
 // plan, pieces and chunks, the algorithms, the negotiation's layout. Ranks that
 // differ here deadlock or reduce mismatched buffers, so init makes every rank use
-// rank 0's values (core/init_agreement.h), as Horovod's coordinator does.
+// rank 0's values (runtime/init_agreement.h), as Horovod's coordinator does.
 const std::vector<const char*>& agreed_param_names();
 
 // Parsers, exposed for tests and fuzzing. Each returns false on invalid text.

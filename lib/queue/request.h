@@ -13,7 +13,7 @@
 
 namespace hvd {
 
-struct NameEntry;  // core/name_table.h
+struct NameEntry;  // queue/name_table.h
 
 enum class OpType : uint8_t {
   Allreduce = 0,
@@ -73,7 +73,7 @@ struct Request {
   // hash_key of the request's key (process set and name), set when it is queued;
   // 0 until then.
   size_t key_hash = 0;
-  // The name's entry in the queue's table of names (core/name_table.h), set when it is
+  // The name's entry in the queue's table of names (queue/name_table.h), set when it is
   // queued; released when the operation completes.
   NameEntry* name_entry = nullptr;
 };
@@ -94,7 +94,7 @@ struct Refusal {
 // (Horovod's form), so a new name every call.
 inline constexpr const char* kAutoNameInfix = ".noname.";
 
-// What the burst wait compares to tell a call repeated alone (core/background.cpp):
+// What the burst wait compares to tell a call repeated alone (runtime/background.cpp):
 // the tensor's key hash, or for a name libhvd made up (new every call) the kind of
 // call: operation, element type, reduction, element count and process set. Never 0.
 size_t repeat_identity(const std::string& name, size_t key_hash, const TensorSpec& spec);

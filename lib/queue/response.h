@@ -19,10 +19,10 @@ struct Response {
   // row r holding what set rank r sends to each rank.
   std::vector<int64_t> per_rank;
   Error error;       // set: the tensor fails with this on every rank that has it
-  // This rank refused the call (core/request.h: Refusal): it has no request of this
+  // This rank refused the call (queue/request.h: Refusal): it has no request of this
   // instance, and a request under the same key is a later call, not to be completed.
   bool refused_here = false;
-  // The response cache slot it was read from (core/controller.h: local requests wait
+  // The response cache slot it was read from (negotiate/controller.h: local requests wait
   // there), or -1 for a response negotiated by name.
   int32_t cache_slot = -1;
   // Set by the response cache on each put, unique in the process: a copy whose slot

@@ -62,7 +62,7 @@ class TensorQueue {
   // return at once.
   bool ready() const { return signalled_.load(std::memory_order_acquire); }
   // Requests pushed since the last drain; with only_identity, also the
-  // repeat_identity (core/request.h) of the only one (0 when there are none or several).
+  // repeat_identity (queue/request.h) of the only one (0 when there are none or several).
   size_t queued(size_t* only_identity = nullptr);
 
   // Drains so far. A request pushed when this was g is still queued while it is g
@@ -78,7 +78,7 @@ class TensorQueue {
 
   // The kernel's id of the thread that pushed the first request now queued (or, when
   // none is, the last burst's first), for the burst cap's measurement
-  // (core/burst_cap.h); 0: nothing pushed yet.
+  // (adapt/burst_cap.h); 0: nothing pushed yet.
   int last_pusher() const { return pusher_.load(std::memory_order_relaxed); }
 
   // Rejects further pushes with HVD_ERR_SHUT_DOWN; drain() still returns what is left.

@@ -172,7 +172,7 @@ void BackgroundLoop::agree_layout(bool back_to_back) {
   }
   // A piece that lies in place needs no room in a cache for its copies: on one machine
   // it goes in the calls the whole buffer would get as one tensor (16 MiB ones where the
-  // cores are far apart, core/far_cores.h). Across nodes the pieces stay the fusion
+  // cores are far apart, adapt/far_cores.h). Across nodes the pieces stay the fusion
   // pieces, which keep a network's stream of calls even.
   const int64_t piece = rt_.params.fusion_piece_bytes;
   host_.set_piece_bytes(back_to_back_ && rt_.num_nodes == 1
@@ -328,7 +328,7 @@ Error BackgroundLoop::run_round(bool* shutdown) {
   process_timeline().mark_cycle();
   const uint64_t completed_before = completed_;
   // An early round's run delay and its caller's say whether the two had CPUs of their
-  // own (core/burst_cap.h).
+  // own (adapt/burst_cap.h).
   const BurstWait burst = let_burst_finish();
   const bool early = burst.capped && burst_cap_.measured();
   const double early_start = early ? now_seconds() : 0;
@@ -350,7 +350,7 @@ Error BackgroundLoop::run_round(bool* shutdown) {
   if (rt_.rank == 0 && mode_ != Mode::Idle) inspect_stalls();
 
   const size_t words = controller_.bit_words();
-  // The same answer on every rank (see core/speculation.h), so the layout agrees.
+  // The same answer on every rank (see negotiate/speculation.h), so the layout agrees.
   const bool speculating = speculation_.prepare(controller_);
   const size_t vector_words =
       speculating ? words + Speculation::kWords + speculation_.payload_words() : words;

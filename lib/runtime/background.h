@@ -64,7 +64,7 @@ class BackgroundLoop {
   };
   BurstWait let_burst_finish();
   Error wait_request(MPI_Request* request);
-  // A tensor the round's speculative payload completed (core/speculation.h); result:
+  // A tensor the round's speculative payload completed (negotiate/speculation.h); result:
   // the reduced payload.
   void complete_speculated(const Response& r, const void* result);
   void inspect_stalls();

@@ -179,7 +179,7 @@ BackgroundLoop::BurstWait BackgroundLoop::let_burst_finish() {
   // for the tensor that the last round ran alone (a loop of one allreduce, a loss, a
   // metric, named or not) goes at once.
   // The cap is the cycle time where a round started then can transfer the first tensors
-  // while the caller still pushes the rest, longer where it cannot (core/burst_cap.h):
+  // while the caller still pushes the rest, longer where it cannot (adapt/burst_cap.h):
   // measured on the lab, whose two nodes share two CPUs, a Python loop's 1000 pushes
   // took 1.5 ms, the 1 ms cap split every step in two collectives, and the first one's
   // transfers slowed the remaining pushes to 2-4 ms: 6.3-8.1 ms a step against 5.1-5.4

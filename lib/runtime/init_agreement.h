@@ -12,7 +12,7 @@
 
 namespace hvd {
 
-// Every rank takes rank 0's value of each of agreed_param_names() (core/params.h); a
+// Every rank takes rank 0's value of each of agreed_param_names() (params/params.h); a
 // rank whose own value differed says which, and what it uses now.
 Error adopt_rank0_params(Runtime& rt);
 

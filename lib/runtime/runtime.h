@@ -49,7 +49,7 @@ struct Runtime {
   // rank, cpus_per_rank, counted on the thread that called hvd_init), or a GPU does the
   // transfers (NCCL) while the caller goes on (a backward pass's hooks push gradients
   // as fast as the CPU walks the graph, ahead of the GPU). The burst cap starts from
-  // it and, without a GPU, measures (core/burst_cap.h).
+  // it and, without a GPU, measures (adapt/burst_cap.h).
   bool rounds_overlap_pushes = true;
   // No rank shares its CPUs with another rank (cpus_per_rank >= 1 on every rank; the
   // same on every rank). A ring's steps each wait for a neighbour, and on oversubscribed
@@ -90,7 +90,7 @@ Error forked_child_error(const char* function);
 // comm == MPI_COMM_NULL means MPI_COMM_WORLD (initializing MPI if needed).
 // static_sets_invalid: what was wrong with this rank's static_sets (or success); init
 // still meets the other ranks, so that it fails on all of them rather than leaving
-// them waiting in its collectives (core/init_agreement.h).
+// them waiting in its collectives (runtime/init_agreement.h).
 Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_sets,
                    const Error& static_sets_invalid = Error::success());
 Error runtime_shutdown();
