@@ -9,7 +9,8 @@
 #   ops                           includes nothing from fusion/
 # and, from the same paragraph of DESIGN.md: nothing outside ops/nccl includes
 # nccl.h, nothing outside params/params* calls getenv.
-# scripts/upward_includes.sh lists the includes that run back up an order.
+# scripts/upward_includes.sh lists the includes that run back up an order. The
+# folders of the tensor's path hold no source file over 600 lines, none over 3,000.
 set -eu
 src="$1"
 lib="$src/lib"
@@ -55,6 +56,23 @@ only_in() {
 
 only_in ops/nccl/ '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]nccl\.h[>"]' 'include nccl.h'
 only_in params/params '(^|[^_[:alnum:]])(secure_)?getenv[[:space:]]*\(' 'read the environment'
+
+# The tensor's path stays readable in parts: no source file over 600 lines, no folder
+# over 3,000 (split a file by responsibility, a folder by a step of the path).
+for layer in $tensor_path; do
+  big=$(find "$lib/$layer" -type f \( -name '*.h' -o -name '*.cpp' \) -exec wc -l {} + |
+        awk '$2 != "total" && $1 > 600 { print "  " $2 ": " $1 " lines" }' | sed "s|$lib/|lib/|")
+  if [ -n "$big" ]; then
+    echo "lib/$layer has source files over 600 lines:"
+    echo "$big"
+    status=1
+  fi
+  lines=$(find "$lib/$layer" -type f \( -name '*.h' -o -name '*.cpp' \) -exec cat {} + | wc -l)
+  if [ "$lines" -gt 3000 ]; then
+    echo "lib/$layer holds $lines lines of source, over 3000"
+    status=1
+  fi
+done
 
 [ "$status" -eq 0 ] && echo "ok: lib/ is layered one way"
 exit "$status"
