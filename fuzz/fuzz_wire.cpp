@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/wire.h"
+#include "negotiate/wire.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // A copy of exactly size bytes, so any read past the end is caught.

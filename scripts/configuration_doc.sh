@@ -1,6 +1,6 @@
 #!/bin/sh
 # Writes the knob table of docs/configuration.md from `hvd-info --markdown`, which reads
-# the registry the library reads its environment through (lib/core/params.cpp), so the
+# the registry the library reads its environment through (lib/params/params.cpp), so the
 # page cannot drift from the library. With --check, changes nothing and fails, showing
 # the difference, where the page and the program disagree.
 # Usage: configuration_doc.sh [--check] HVD_INFO [DOC] [MPI_FLAVOR]
@@ -13,7 +13,7 @@ if [ "${1:-}" = --check ]; then check=1; shift; fi
 info=${1:?usage: configuration_doc.sh [--check] HVD_INFO [DOC] [MPI_FLAVOR]}
 doc=${2:-$(cd "$(dirname "$0")/.." && pwd)/docs/configuration.md}
 flavor=${3:-mpich}
-begin='<!-- knobs: written by scripts/configuration_doc.sh from hvd-info --markdown; edit lib/core/params.cpp, not this table -->'
+begin='<!-- knobs: written by scripts/configuration_doc.sh from hvd-info --markdown; edit lib/params/params.cpp, not this table -->'
 end='<!-- end of knobs -->'
 
 if [ "$check" = 1 ] && [ "$flavor" != mpich ]; then

@@ -4,9 +4,9 @@
 
 #include "api/validate.h"
 #include "base/dtype.h"
-#include "core/enqueue.h"
-#include "core/name_table.h"
-#include "core/wire.h"
+#include "runtime/enqueue.h"
+#include "queue/name_table.h"
+#include "negotiate/wire.h"
 #include "hvd/hvd.h"
 
 using namespace hvd;
@@ -253,7 +253,7 @@ HVD_API hvd_status_t hvd_wait(hvd_handle_t handle) {
     auto state = handle_table().take(handle);
     if (!state) return fail(unknown_handle("hvd_wait", handle));
     hurry(*state.get());
-    state->wait(wait_spin_us());
+    wait_counted(*state.get(), wait_spin_us());
     if (!state->failed()) return HVD_SUCCESS;  // no Error to build: most waits
     return fail(state->result());
   })
@@ -266,7 +266,7 @@ HVD_API hvd_status_t hvd_stream_wait(hvd_handle_t handle, void* stream) {
     HandleState::StreamWaiter waiter = state->wait_for_device_queue();
     if (waiter) return finish(waiter(stream));
     // Completed without device work (a host operation, or failed before the device).
-    state->wait(0);
+    wait_counted(*state.get(), 0);
     return finish(state->result());
   })
 }

@@ -8,7 +8,7 @@
 
 #include "api/validate.h"
 #include "base/dtype.h"
-#include "core/enqueue.h"
+#include "runtime/enqueue.h"
 #include "hvd/hvd.h"
 
 using namespace hvd;

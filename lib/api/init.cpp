@@ -3,7 +3,7 @@
 
 #include "api/validate.h"
 #include "base/dtype.h"
-#include "core/params.h"
+#include "params/params.h"
 #include "hvd/hvd.h"
 #include "hvd/hvd_mpi.h"
 #include "hvd/hvd_version.h"

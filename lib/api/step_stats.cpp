@@ -1,9 +1,9 @@
-// Exported: step accounting (core/step_stats.h).
+// Exported: step accounting (observe/step_stats.h).
 #include <cstddef>
 #include <cstdio>
 
 #include "api/validate.h"
-#include "core/step_stats.h"
+#include "observe/step_stats.h"
 #include "hvd/hvd.h"
 #include "timeline/timeline.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "api/validate.h"
-#include "core/enqueue.h"
+#include "runtime/enqueue.h"
 #include "hvd/hvd.h"
 
 using namespace hvd;

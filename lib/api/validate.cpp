@@ -9,8 +9,8 @@
 
 #include "base/dtype.h"
 #include "base/utf8.h"
-#include "core/enqueue.h"
-#include "core/wire.h"
+#include "runtime/enqueue.h"
+#include "negotiate/wire.h"
 #include "ops/device/device_runtime.h"
 #include "hvd_build_config.h"
 

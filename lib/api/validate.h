@@ -8,10 +8,10 @@
 #include <string>
 
 #include "base/error.h"
-#include "core/enqueue.h"
-#include "core/process_sets.h"
-#include "core/request.h"
-#include "core/runtime.h"
+#include "runtime/enqueue.h"
+#include "queue/process_sets.h"
+#include "queue/request.h"
+#include "runtime/runtime.h"
 
 namespace hvd {
 
@@ -71,7 +71,7 @@ Error resolve_name(Runtime& rt, const char* name, const char* op, int32_t proces
 // same call and would wait for this rank's tensor for ever if a later check refused
 // it here. Unless accept()ed just before the call is queued, the destructor announces
 // the refusal with the refusing error's message (hvd_last_error's), and the tensor
-// fails on every rank with it (core/request.h: Refusal). A call rejected when it is
+// fails on every rank with it (queue/request.h: Refusal). A call rejected when it is
 // queued (a duplicate name, shut down) is no refusal: the name's call is in flight,
 // or nothing is.
 class RefusalNotice {

@@ -1,4 +1,4 @@
-// Progress of the collective in flight, for the operation watchdog (core/op_watchdog.h).
+// Progress of the collective in flight, for the operation watchdog (observe/op_watchdog.h).
 // The code that calls MPI in chunks, pieces, rounds or ring steps reports each one done here:
 // one relaxed add and one relaxed store, read by the watchdog thread about once a
 // second. A single blocking MPI call reports only when it returns: the chunk sizes

@@ -20,9 +20,9 @@ struct TrafficCounters {
   std::atomic<uint64_t> cross_bytes{0};
   std::atomic<uint64_t> collectives{0};
   std::atomic<uint64_t> ring_allreduces{0};  // of the collectives: allreduce_scattered's
-  std::atomic<uint64_t> core_round_trip_ns{0};  // core/far_cores.h
+  std::atomic<uint64_t> core_round_trip_ns{0};  // adapt/far_cores.h
   std::atomic<uint64_t> far_cores{0};
-  std::atomic<uint64_t> back_to_back{0};  // core/layout_watch.h
+  std::atomic<uint64_t> back_to_back{0};  // adapt/layout_watch.h
 };
 
 class Backend {

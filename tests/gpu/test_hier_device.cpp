@@ -11,7 +11,7 @@
 #include <string>
 
 #include "gpu_test_util.h"
-#include "core/process_sets.h"
+#include "queue/process_sets.h"
 #include "ops/device/device_engine.h"
 #include "ops/mpi/mpi_backend.h"
 #include "ops/mpi/mpi_types.h"

@@ -2,7 +2,7 @@
 // the global set; a grouped allreduce; a second process set. Run under mpiexec; one
 // rank is enough (and all one GPU allows), more ranks need one GPU each.
 #include "collective_check.h"
-#include "core/process_sets.h"
+#include "queue/process_sets.h"
 #include "ops/nccl/nccl_backend.h"
 
 using namespace hvd;

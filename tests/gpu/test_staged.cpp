@@ -1,7 +1,7 @@
 // The host-staged backend: device tensors through pinned host memory and MPI, every
 // collective and every dtype (16-bit integers included). Ranks may share one GPU.
 #include "collective_check.h"
-#include "core/process_sets.h"
+#include "queue/process_sets.h"
 #include "ops/device/staged_backend.h"
 #include "ops/mpi/mpi_backend.h"
 #include "ops/mpi/mpi_types.h"

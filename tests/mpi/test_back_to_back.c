@@ -1,6 +1,6 @@
 /* Large in-place allreduces that lie back to back in memory on every rank (a flat
  * gradient buffer pushed a tensor at a time) are fused and reduced where they lie, from
- * the round after every rank saw them so (core/layout_watch.h, HVD_FUSE_LARGE=auto);
+ * the round after every rank saw them so (adapt/layout_watch.h, HVD_FUSE_LARGE=auto);
  * the counters' back_to_back says so, alike on every rank. Every element is checked in
  * every layout, the rounds where the ranks' layouts change included (a prediction that
  * no longer holds costs copies, never a wrong result). The run's environment makes

@@ -3,7 +3,7 @@
  * round that completed some of its work, waits for its own next request (at most the
  * burst gap and the cycle time) instead of joining the round empty. Joining empty costs
  * a second round per call, and in a loop of one allreduce the ranks then stay out of
- * phase (core/background.cpp, doorbell_rang). Rank 0 calls at once and the others a
+ * phase (runtime/background.cpp, doorbell_rang). Rank 0 calls at once and the others a
  * moment later, every call: the moment (milliseconds) is far longer than the time a
  * background thread takes to see a doorbell and far shorter than the wait allowed
  * (hundreds of milliseconds), so what is counted does not depend on the machine's speed. */

@@ -6,7 +6,7 @@
  * the start of MPI_Finalize with a warning that says what to do, instead of calling
  * MPI after it. MPICH 4 turns its thread locking off before that point, so there a
  * background-thread call in flight can still make it abort at exit (see
- * shutdown_at_mpi_finalize in lib/core/runtime.cpp). Not a CMocka program:
+ * shutdown_at_mpi_finalize in lib/runtime/runtime.cpp). Not a CMocka program:
  * MPI_Finalize ends what a test group could still check, so the checks are plain. */
 #define _POSIX_C_SOURCE 200809L /* mkstemp, pread */
 #include <mpi.h>

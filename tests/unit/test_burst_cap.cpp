@@ -1,10 +1,10 @@
-// The burst cap's judgement (core/burst_cap.h), fed measured early rounds by hand:
+// The burst cap's judgement (adapt/burst_cap.h), fed measured early rounds by hand:
 // the placement's prior, busy and free shares of run delay over the judged window,
 // the band between them, probes under the long cap, the agreement across ranks, and
 // no judgement at all where it is not measured.
 #include <cstdint>
 
-#include "core/burst_cap.h"
+#include "adapt/burst_cap.h"
 
 // After our headers: cmocka.h defines a fail() macro.
 extern "C" {

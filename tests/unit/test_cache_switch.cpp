@@ -6,7 +6,7 @@
 // exactly once, in the same order on every rank, and none may be left waiting.
 // Also: a request that waits long on the cache is announced by name, so the stall
 // inspector can name the rank that has not submitted it, once per tensor.
-// Requests go through a name table as the queue's push does (core/name_table.h), so the
+// Requests go through a name table as the queue's push does (queue/name_table.h), so the
 // cache slot hints their names keep are used as in a job, and each rank keeps its ready
 // vector from round to round as the background thread does (its elements are reused).
 #include <algorithm>
@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "core/controller.h"
-#include "core/name_table.h"
+#include "negotiate/controller.h"
+#include "queue/name_table.h"
 
 // After our headers: cmocka.h defines a fail() macro.
 extern "C" {

@@ -1,4 +1,4 @@
-// The layout watch's verdicts (core/layout_watch.h), fed rounds by hand: tensors back
+// The layout watch's verdicts (adapt/layout_watch.h), fed rounds by hand: tensors back
 // to back in place, a gap, an out-of-place tensor, streams of two dtypes in turns, a
 // joined rank's missing request, and rounds that say nothing (no large tensor, a large
 // tensor alone, batches of small tensors only, host allreduces not noted) keeping the
@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/layout_watch.h"
+#include "adapt/layout_watch.h"
 
 // After our headers: cmocka.h defines a fail() macro.
 extern "C" {

@@ -7,13 +7,13 @@
 
 
 #include "base/error.h"
-#include "core/agreement.h"
-#include "core/cache_churn.h"
-#include "core/fusion_planner.h"
-#include "core/name_table.h"
-#include "core/response_cache.h"
-#include "core/tensor_queue.h"
-#include "core/wire.h"
+#include "negotiate/agreement.h"
+#include "adapt/cache_churn.h"
+#include "execute/fusion_planner.h"
+#include "queue/name_table.h"
+#include "negotiate/response_cache.h"
+#include "queue/tensor_queue.h"
+#include "negotiate/wire.h"
 #include "fusion/fused_cursor.h"
 #include "fusion/scale.h"
 

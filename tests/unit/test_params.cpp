@@ -7,7 +7,7 @@
 #include <vector>
 
 
-#include "core/params.h"
+#include "params/params.h"
 
 // After our headers: cmocka.h defines a fail() macro.
 extern "C" {

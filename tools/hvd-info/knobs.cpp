@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/params.h"
+#include "params/params.h"
 
 namespace hvdinfo {
 

@@ -1,4 +1,4 @@
-// The configuration knobs as text, from the one registry (core/params.cpp): for a
+// The configuration knobs as text, from the one registry (params/params.cpp): for a
 // person at a terminal, and as the Markdown table of docs/configuration.md.
 #pragma once
 

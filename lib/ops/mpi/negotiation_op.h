@@ -1,6 +1,6 @@
 // One MPI reduction over a negotiation bit vector and a tensor behind it: the words
 // are ANDed, the tensor reduced elementwise with its own dtype and op, in a single
-// allreduce (one round trip). Speculation (core/speculation.h) sends a lone small
+// allreduce (one round trip). Speculation (negotiate/speculation.h) sends a lone small
 // allreduce's data this way with its negotiation round.
 //
 // The buffer is one element of a contiguous datatype of the whole length, so MPI
