@@ -154,6 +154,8 @@ def job(tmp_path_factory):
                                "--crash-at-batch", "4"]))
         results.append(launch(out, 1, [node_a, node_b, node_b], listeners[1],
                               ["--dataset", str(DATASET), "--interrupt-at-batch", "4"]))
+        # Generation 2 depends on what generation 1 left: say why when it left nothing.
+        assert results[1].returncode == 75, output(results[1])
         a_mode = stat.S_IMODE(os.stat(node_a).st_mode)
         plant_damaged_files(node_a)
         results.append(launch(out, 2, [node_a, node_a], listeners[2],
