@@ -204,17 +204,25 @@ static void blocking_unnamed_calls(void** state) {
   }
 }
 
+/* Big tensors go without fusion copies: scaling must be applied in place. They are
+ * just above HVD_INPLACE_MIN_BYTES (an odd count, so the last piece is short): a scaled
+ * tensor is staged in pieces (HVD_FUSION_PIECE_BYTES, 4 KiB in the pieces runs), each
+ * an MPI call, so a bigger one adds calls, not paths. Scaled tensors above the fusion
+ * threshold are test_fuse_large.c's. */
 static void prescale_and_postscale(void** state) {
   (void)state;
   const int rank = hvd_rank(), size = hvd_size();
   const hvd_dtype_t dtypes[] = {HVD_FLOAT32, HVD_FLOAT64, HVD_FLOAT16, HVD_BFLOAT16, HVD_INT32};
   const hvd_reduce_op_t ops[] = {HVD_OP_SUM, HVD_OP_AVERAGE};
+  char text[32];
+  assert_hvd_ok(hvd_param_get("HVD_INPLACE_MIN_BYTES", text, sizeof text));
+  const int64_t inplace_min = atoll(text);
   for (int t = 0; t < 5; ++t)
     for (int o = 0; o < 2; ++o)
       for (int big = 0; big < 2; ++big) {
-        /* big tensors go without fusion copies: scaling must be applied in place */
-        const int64_t count = big ? 300000 : 33;
         hvd_dtype_t d = dtypes[t];
+        const int64_t esize = (int64_t)tu_dtype_size(d);
+        const int64_t count = big ? ((inplace_min + esize - 1) / esize) | 1 : 33;
         void* buf = tu_alloc((size_t)count * tu_dtype_size(d));
         for (int64_t i = 0; i < count; ++i) tu_set(buf, d, i, (double)(i % 5 + rank));
         hvd_op_options_t opts;
@@ -329,11 +337,15 @@ static void two_thousand_small_tensors(void** state) {
   free(data);
 }
 
-/* The suite runs with HOROVOD_FUSION_THRESHOLD=1 MiB: 3 M floats exceed it. */
+/* Half as large again as HOROVOD_FUSION_THRESHOLD (1 MiB in the suite): above it, and
+ * more than one MPI call under MPICH's default HVD_ALLREDUCE_CHUNK_BYTES (1 MiB) or the
+ * chunks runs' 64 KiB. */
 static void tensor_larger_than_fusion_threshold(void** state) {
   (void)state;
   const int rank = hvd_rank(), size = hvd_size();
-  const int64_t big = 3 << 20;
+  char text[32];
+  assert_hvd_ok(hvd_param_get("HOROVOD_FUSION_THRESHOLD", text, sizeof text));
+  const int64_t big = atoll(text) / (int64_t)sizeof(float) * 3 / 2 + 1;
   float* a = tu_alloc(sizeof(float) * big);
   float* b = tu_alloc(sizeof(float) * big);
   float small[100][64];
@@ -415,13 +427,15 @@ static void grouped_allreduce_of_empty_tensors(void** state) {
   assert_float_equal(untouched[0], 7.0f, 0);
 }
 
-/* A group is one fused unit: members above the in-place size (256 KiB) and small
- * ones go in one collective, with AVERAGE and scaling applied per member; twice, the
- * second time from the response cache. */
+/* A group is one fused unit: members above the in-place size (HVD_INPLACE_MIN_BYTES)
+ * and small ones go in one collective, with AVERAGE and scaling applied per member;
+ * twice, the second time from the response cache. */
 static void grouped_allreduce_is_one_collective(void** state) {
   (void)state;
   const int rank = hvd_rank(), size = hvd_size();
-  enum { A = 100000, B = 7, C = 70000 };
+  char text[32];
+  assert_hvd_ok(hvd_param_get("HVD_INPLACE_MIN_BYTES", text, sizeof text));
+  const int C = (int)(atoll(text) / (int64_t)sizeof(float)) + 7, A = C + C / 2, B = 7;
   float* a = tu_alloc(sizeof(float) * A);
   float* b = tu_alloc(sizeof(float) * B);
   float* c = tu_alloc(sizeof(float) * C);

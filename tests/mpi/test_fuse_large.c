@@ -11,7 +11,10 @@
  * Usage: test_fuse_large fused|alone */
 #include "test_util.h"
 
-enum { kTensors = 10, kSteps = 3, kLarge = 6 };
+/* kSteps: the first negotiated, the second from the response cache. A third would
+ * repeat the second: some rank's tensors here never lie back to back in place, so the
+ * layout verdict (core/layout_watch.h) stays the same from round to round. */
+enum { kTensors = 10, kSteps = 2, kLarge = 6 };
 
 static int expect_fused = 1;
 
