@@ -17,7 +17,7 @@ says how it runs, in an elastic job launched by hvdrun or in a job of fixed size
 from ...elastic import HostsUpdatedInterrupt, ObjectState, State, run_fn  # noqa: F401
 from .. import _backend
 from .callbacks import CommitStateCallback, UpdateBatchStateCallback, UpdateEpochStateCallback
-from .state import KerasState, TensorFlowKerasState
+from .state import KerasState, TensorFlowKerasState  # noqa: F401
 
 __all__ = ["KerasState", "CommitStateCallback", "UpdateBatchStateCallback",
            "UpdateEpochStateCallback", "run"]
