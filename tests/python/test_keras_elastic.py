@@ -197,6 +197,10 @@ def test_tensorflow_state_and_a_collective_failed_inside_tf_function():
     assert type(failure.value).__name__ == "MismatchError"
     assert isinstance(failure.value.__cause__, tf.errors.OpError)
     assert weights.numpy().tolist() == [0.0] * 3 and int(steps.numpy()) == 4
+    # A Keras 3 model's variables (no read_value()) are tf.Variables enough for it.
+    model = compiled_model(seed=30 + rank)
+    tf_elastic.TensorFlowState(model.trainable_variables).sync()
+    assert same_on_every_rank(b"".join(v.numpy().tobytes() for v in model.trainable_variables))
     with pytest.raises(ValueError, match="no collection of global variables"):
         tf_elastic.TensorFlowState()
     with pytest.raises(ValueError, match="TensorFlow 1"):

@@ -24,7 +24,8 @@ from ..basics import rank
 from ..elastic import HostsUpdatedInterrupt, ObjectState, State, run_fn  # noqa: F401
 from ..elastic._variables_state import VariablesState
 from ._graph_errors import hvd_error_in
-from .functions import broadcast_object, broadcast_variables
+from .functions import broadcast_object
+from .mpi_ops import grouped_broadcast
 
 __all__ = ["TensorFlowKerasState", "TensorFlowState", "run"]
 
@@ -83,7 +84,11 @@ def _assign(variable, array):
 
 
 def _broadcast_from_rank_0(variables):
-    broadcast_variables(variables, root_rank=0)
+    # tf.convert_to_tensor reads Keras 3 variables too (a model's, on the TensorFlow
+    # backend), which have no read_value() for broadcast_variables.
+    values = grouped_broadcast([tf.convert_to_tensor(v) for v in variables], root_rank=0)
+    for variable, value in zip(variables, values):
+        variable.assign(value)
 
 
 def __getattr__(name):
