@@ -14,11 +14,9 @@ import os
 import sys
 import threading
 
-# The node this rank plays, before hvd reads the environment.
-_rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
-_dirs = os.environ.get("HVD_TEST_STATE_DIRS")
-if _dirs:
-    os.environ["HVD_ELASTIC_STATE_DIR"] = _dirs.split(",")[_rank]
+from elastic_driver_stand_in import play_node
+
+play_node()  # the node this rank plays, before hvd reads the environment
 
 import torch  # noqa: E402
 

@@ -15,87 +15,25 @@ finishes the epoch without repeating a sample and removes the node's state files
 This process itself is no MPI rank: meson runs it with plain pytest, and
 HVD_TEST_MPIEXEC names the launcher.
 """
-import json
 import os
 import re
 import socket
 import stat
-import subprocess
-import sys
-import threading
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
-MPIEXEC = os.environ.get("HVD_TEST_MPIEXEC", "mpiexec")
+from elastic_driver_stand_in import TOKEN, Listener, events, first, output  # noqa: E402
+from elastic_driver_stand_in import launch as launch_worker  # noqa: E402
+
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "elastic_worker.py")
-TOKEN = "0123456789abcdef0123456789abcdef"
 UPDATE = "HOSTS_UPDATED 1765132800.25 2\n"  # hosts were added
 DATASET = 26  # gen 0: 3 batches x 2 ranks x 2, gen 1: 1 x 3 x 2, gen 2: 2 x 2 x 2
-LAUNCH_TIMEOUT_S = 240
-
-
-class Listener:
-    """hvdrun's notification listener: takes connections, keeps the first line of
-    each, and answers one carrying `expected_hello` with `lines`."""
-
-    def __init__(self, expected_hello, lines=()):
-        self.expected_hello = expected_hello
-        self.lines = list(lines)
-        self.hellos = []
-        self._server = socket.create_server(("127.0.0.1", 0))
-        self.address = f"127.0.0.1:{self._server.getsockname()[1]}"
-        self._connections = []
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self):
-        while True:
-            try:
-                connection, _ = self._server.accept()
-            except OSError:
-                return  # closed
-            self._connections.append(connection)
-            connection.settimeout(30)
-            hello = connection.makefile("rb").readline().decode()
-            self.hellos.append(hello)
-            if hello == self.expected_hello:
-                for line in self.lines:
-                    connection.sendall(line.encode())
-            else:
-                connection.close()
-
-    def close(self):
-        self._server.close()
-        for connection in self._connections:
-            connection.close()
 
 
 def launch(out, generation, state_dirs, listener=None, worker_args=(), env=None):
-    """Runs one generation of len(state_dirs) ranks; rank r plays the node whose state
-    directory is state_dirs[r]."""
-    environment = {k: v for k, v in os.environ.items()
-                   if not k.startswith(("HVD_ELASTIC_", "HOROVOD_STALL_SHUTDOWN"))}
-    environment.update(HOROVOD_ELASTIC="1", HVD_ELASTIC_GENERATION=str(generation),
-                       HVD_TEST_STATE_DIRS=",".join(state_dirs))
-    if listener is not None:
-        environment.update(HVD_ELASTIC_DRIVER=listener.address, HVD_ELASTIC_TOKEN=TOKEN)
-    environment.update(env or {})
-    command = [MPIEXEC, "-n", str(len(state_dirs))]
-    if os.environ.get("HVD_TEST_MPI_FLAVOR") == "openmpi":
-        command.append("--oversubscribe")
-    command += [sys.executable, WORKER, str(out)] + list(worker_args)
-    return subprocess.run(command, env=environment, capture_output=True, text=True,
-                          timeout=LAUNCH_TIMEOUT_S)
-
-
-def events(out, generation, rank):
-    with open(os.path.join(out, f"gen{generation}.rank{rank}.log")) as f:
-        return [json.loads(line) for line in f]
-
-
-def first(out, generation, rank, event):
-    return next(e for e in events(out, generation, rank) if e["event"] == event)
+    return launch_worker(WORKER, out, generation, state_dirs, listener, worker_args, env)
 
 
 def load(out, name):
@@ -165,10 +103,6 @@ def job(tmp_path_factory):
             listener.close()
     return dict(out=out, node_a=node_a, node_b=node_b, results=results,
                 listeners=listeners, a_mode=a_mode)
-
-
-def output(result):
-    return f"status {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
 
 
 def test_generation_0_commits_then_loses_a_rank(job):

@@ -308,8 +308,8 @@ def test_horovod_keras_modules_are_hvd_keras():
     assert hk.DistributedOptimizer is hvd_keras.DistributedOptimizer
     assert hk.load_model is hvd_keras.load_model and hk.rank() == hvd_keras.rank()
     assert hk_callbacks.MetricAverageCallback is hvd_keras.callbacks.MetricAverageCallback
-    with pytest.raises(ImportError, match="stand-in"):
-        import horovod.keras.elastic  # noqa: F401
+    import horovod.keras.elastic as hk_elastic
+    assert hk_elastic.KerasState is hvd_keras.elastic.KerasState
     if BACKEND == "tensorflow":
         import horovod.tensorflow.keras as htk
         assert htk.DistributedOptimizer is hvd_keras.DistributedOptimizer

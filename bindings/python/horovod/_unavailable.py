@@ -7,10 +7,6 @@ import importlib.abc
 import sys
 
 _MISSING = {
-    "horovod.tensorflow.keras.elastic": "libhvd's Keras layer has no elastic state yet; "
-                                        "horovod.torch.elastic serves elastic jobs",
-    "horovod.keras.elastic": "libhvd's Keras layer has no elastic state yet; "
-                             "horovod.torch.elastic serves elastic jobs",
     "horovod.mxnet": "libhvd binds PyTorch and TensorFlow only",
     "horovod.spark": "libhvd launches jobs with hvdrun over MPI, not on Spark clusters",
     "horovod.ray": "libhvd launches jobs with hvdrun over MPI, not on Ray clusters",

@@ -4,6 +4,7 @@ from hvd.tensorflow import *  # noqa: F401,F403 - the whole API is the point
 from hvd.tensorflow import (Compression, DistributedGradientTape,  # noqa: F401
                             HorovodInternalError, ProcessSet, global_process_set)
 from .util import _executing_eagerly  # noqa: F401 - Horovod's tests reach it here
+from . import elastic  # noqa: F401,E402 - horovod.tensorflow.elastic, as Horovod's
 
 
 def __getattr__(name):

@@ -14,8 +14,9 @@ at the same step on every rank (HostsUpdatedInterrupt). Launched otherwise, the 
 keeps its ranks from start to end and the state lives in memory, as under Horovod
 without elastic flags. docs/elastic.md says what survives and how to write a script.
 
-The framework's module gives the state class: hvd.torch.elastic.TorchState; here are
-the framework-free ones (State, ObjectState) and run for them.
+The framework's module gives the state class: hvd.torch.elastic.TorchState,
+hvd.tensorflow.elastic.TensorFlowState, hvd.keras.elastic.KerasState; here are the
+framework-free ones (State, ObjectState) and run for them.
 """
 from ..errors import HvdError as HorovodInternalError
 from ._host_update import HostsUpdatedInterrupt, HostUpdateResult

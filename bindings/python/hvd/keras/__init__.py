@@ -28,7 +28,7 @@ from ..basics import (ccl_built, ddl_built, gloo_built, gloo_enabled, mpi_thread
                       local_rank, local_size, mpi_built, mpi_enabled, nccl_built, rank,
                       remove_process_set, shutdown, size, start_timeline, stop_timeline)
 from ..errors import HvdError
-from . import callbacks
+from . import callbacks, elastic
 from ._backend import SUPPORTED as SUPPORTED_BACKENDS
 from .compression import Compression
 from .functions import (allgather, allgather_object, allreduce, broadcast,

@@ -5,7 +5,7 @@ from hvd.keras import (Compression, DistributedOptimizer, HorovodInternalError, 
                        PartialDistributedOptimizer, ProcessSet, broadcast_global_variables,
                        global_process_set, load_model)
 
-from . import callbacks  # noqa: F401,E402 - horovod.tensorflow.keras.callbacks, as Horovod's
+from . import callbacks, elastic  # noqa: F401,E402 - as Horovod's
 
 
 def __getattr__(name):
