@@ -190,3 +190,47 @@ def test_every_sample_is_trained_on_once_but_those_after_the_last_commit(job):
     assert counts == [1] * DATASET
     # Batch 10 ran on every rank of generation 1 before rank 1 ended itself at 11.
     assert len(redone) == 3 * 2
+
+
+HOROVOD_RUN_ELASTIC_SCRIPT = '''
+import sys
+
+import horovod
+
+
+def train():
+    import horovod.torch as hvd
+    hvd.init()
+    state = hvd.elastic.ObjectState(hvd.broadcast_object, hvd.rank, steps=0)
+
+    @hvd.elastic.run
+    def steps(state):
+        for state.steps in range(state.steps, 3):
+            state.commit()
+        return hvd.rank(), hvd.size(), state.steps
+
+    return steps(state)
+
+
+if __name__ == "__main__":
+    print(horovod.run(train, num_proc=2, min_num_proc=1, max_num_proc=2,
+                      host_discovery_script=sys.argv[1]))
+    try:
+        horovod.run(train, num_proc=2, min_num_proc=1)
+    except ValueError as e:
+        print("refused:", "host_discovery_script" in str(e))
+'''
+
+
+def test_horovod_run_launches_an_elastic_job_through_hvdrun(tmp_path):
+    hosts = str(tmp_path / "hosts")
+    write_hosts(hosts, "localhost:2\n")
+    script = tmp_path / "launch.py"
+    script.write_text(HOROVOD_RUN_ELASTIC_SCRIPT)
+    result = subprocess.run([sys.executable, str(script), discovery_script(str(tmp_path), hosts)],
+                            capture_output=True, text=True, timeout=JOB_TIMEOUT_S)
+    assert result.returncode == 0, result.stderr
+    assert "hvdrun: elastic: generation 0 on 1 host (localhost:2), 2 ranks" in result.stderr
+    lines = [l for l in result.stdout.splitlines() if l.startswith(("[(", "refused"))]
+    # The first min_num_proc results, as Horovod returns.
+    assert lines == ["[(0, 2, 2)]", "refused: True"], result.stdout
