@@ -19,6 +19,7 @@
 #include "elastic_discovery.h"
 #include "elastic_hosts.h"
 #include "elastic_listener.h"
+#include "elastic_outcome.h"
 #include "event_files.h"
 #include "job.h"
 
@@ -97,52 +98,6 @@ void discover(Shared* shared, ElasticListener* listener, const ElasticOptions& e
     }
     shared->changed.notify_all();
   }
-}
-
-// Whether a generation ended because its ranks left for a change of hosts: each
-// failure is status 75, or the launcher's cleanup (SIGTERM, SIGKILL) after one.
-bool left_for_new_hosts(const JobReport& r) {
-  if (!r.lost.empty()) return false;
-  if (r.failures.empty()) return r.status == kElasticRestartStatus;
-  bool seen_restart = false;
-  for (const RankExit& f : r.failures) {
-    if (f.signal == 0 && f.exit_code == kElasticRestartStatus) {
-      seen_restart = true;
-      continue;
-    }
-    if (seen_restart && (f.signal == SIGTERM || f.signal == SIGKILL)) continue;
-    return false;
-  }
-  return seen_restart;
-}
-
-// The rank a failure is blamed on: the earliest that failed on its own, not with 76
-// (a collective failed because of another rank) nor killed in the cleanup after
-// another's failure. None when only such followers failed.
-std::optional<RankExit> failing_rank(const JobReport& r) {
-  bool follower_seen = false;
-  std::optional<RankExit> first_killed;
-  for (const RankExit& f : r.failures) {
-    const bool killed = f.signal == SIGTERM || f.signal == SIGKILL;
-    if (f.signal == 0 && f.exit_code == kElasticPeerFailedStatus) {
-      follower_seen = true;
-    } else if (!killed) {
-      return f;
-    } else if (!first_killed) {
-      if (follower_seen) continue;
-      first_killed = f;
-    }
-  }
-  return first_killed;
-}
-
-// "rank 3 exited with status 1" from "rank 3 (pid 42 on b2) exited with status 1": the
-// host is named beside it.
-std::string without_pid(std::string text) {
-  const size_t open = text.find(" (pid ");
-  const size_t close = open == std::string::npos ? open : text.find(')', open);
-  if (close != std::string::npos) text.erase(open, close + 1 - open);
-  return text;
 }
 
 }  // namespace
@@ -328,36 +283,25 @@ int run_elastic_job(const LaunchOptions& options, const PlanContext& context) {
       std::cerr << ended << " was stopped by " << strsignal(sig) << "; the job ends\n";
       return finish(report.forwarded_signal ? report.status : 128 + sig);
     }
-    // Every rank returned 0: done, also when hvdrun had to end a launcher that stayed.
-    if (report.failures.empty() && report.lost.empty() && (report.status == 0 || report.ranks_ended >= np)) {
-      std::cerr << ended << " finished: every rank returned 0; the job is done\n";
+    const GenerationVerdict verdict = judge_generation(report, ranks, np);
+    if (verdict.end == GenerationEnd::kDone) {
+      std::cerr << ended
+                << (verdict.done_note.empty() ? std::string(" finished: every rank returned 0")
+                                              : " finished: every other rank returned 0, then " + verdict.done_note)
+                << "; the job is done\n";
       return finish(0);
     }
-    if (left_for_new_hosts(report)) {
+    if (verdict.end == GenerationEnd::kLeftForNewHosts) {
       std::cerr << ended << " ended: its ranks left for a change of hosts (status 75)\n";
       after = ", after a change of hosts";
       continue;
     }
 
     // A failure: its host is left out, and the next generation starts from the last commit.
-    std::vector<std::string> blamed;
-    std::string cause;
-    if (!report.lost.empty()) {
-      for (const LostNode& n : report.lost) blamed.push_back(n.host);
-      cause = describe_lost_nodes(report.lost);
-    } else if (auto rank = failing_rank(report)) {
-      const auto host = host_of_rank(ranks, rank->rank);
-      if (host) blamed.push_back(*host);
-      cause = describe_rank_exit(*rank);
-    } else if (!report.failures.empty()) {
-      cause = describe_rank_exit(report.failures.front()) + ", after another rank's failure";
-    } else {
-      cause = "the launcher exited with status " + std::to_string(report.status);
-    }
     std::string out_for;
     {
       std::lock_guard<std::mutex> lock(shared.mutex);
-      for (const std::string& h : blamed) {
+      for (const std::string& h : verdict.blamed) {
         const double seconds = shared.hosts.blacklist(h, monotonic_seconds(), random01());
         char text[96];
         if (seconds < 0)
@@ -368,19 +312,14 @@ int run_elastic_job(const LaunchOptions& options, const PlanContext& context) {
       }
     }
     ++failures;
-    std::cerr << ended << " failed: " << cause << out_for << "\n";
+    std::cerr << ended << " failed: " << verdict.cause << out_for << "\n";
     if (e.reset_limit && failures > *e.reset_limit) {
       std::cerr << "hvdrun: elastic: the job ends: " << plural(failures, "failure", "failures")
                 << ", more than --reset-limit " << *e.reset_limit
                 << " restarts allow; raise --reset-limit to restart more often\n";
       return finish(report.status != 0 ? report.status : 1);
     }
-    if (!report.lost.empty())
-      after = ", after " + cause;
-    else if (!blamed.empty())
-      after = ", after host " + blamed.front() + " failed (" + without_pid(cause) + ")";
-    else
-      after = ", after " + without_pid(cause);
+    after = verdict.after;
   }
 }
 
