@@ -1,7 +1,7 @@
 // The elastic job's parts that need no MPI job: the discovery script's output and runs
 // (a real /bin/sh), the blacklist with its cooldown, the placement of ranks, which
 // host changes reach the workers, the notification listener over real TCP, what a
-// generation's end means.
+// generation's end means, and which discovered hosts do not resolve.
 #include <arpa/inet.h>
 #include <signal.h>
 #include <netinet/in.h>
@@ -16,6 +16,7 @@
 #include "elastic_hosts.h"
 #include "elastic_listener.h"
 #include "elastic_outcome.h"
+#include "host_check.h"
 
 #include "cmocka_cpp.h"
 
@@ -226,6 +227,16 @@ void silent_hosts_are_blamed(void**) {
   assert_string_equal(v.done_note.c_str(), "rank(s) 2,3 on host b stopped reaching the launcher");
 }
 
+void unresolvable(void**) {
+  const HostList hosts = {{"localhost", 2}, {"no-such-host.invalid", 1}};
+  const auto bad = unresolvable_hosts(hosts, {});
+  assert_int_equal(bad.size(), 1);
+  assert_string_equal(bad[0].first.c_str(), "no-such-host.invalid");
+  assert_false(bad[0].second.empty());
+  // Names that only label nodes for the fork launcher are not looked up.
+  assert_true(unresolvable_hosts(hosts, {"-launcher", "fork"}).empty());
+}
+
 }  // namespace
 
 int main(void) {
@@ -234,6 +245,7 @@ int main(void) {
       cmocka_unit_test(placement_and_blacklist), cmocka_unit_test(cooldown),
       cmocka_unit_test(host_updates), cmocka_unit_test(listener), cmocka_unit_test(address),
       cmocka_unit_test(generation_ends), cmocka_unit_test(silent_hosts_are_blamed),
+      cmocka_unit_test(unresolvable),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

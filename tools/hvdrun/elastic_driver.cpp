@@ -21,7 +21,9 @@
 #include "elastic_listener.h"
 #include "elastic_outcome.h"
 #include "event_files.h"
+#include "host_check.h"
 #include "job.h"
+#include "shell_words.h"
 
 namespace hvdrun {
 namespace {
@@ -130,6 +132,12 @@ int run_elastic_job(const LaunchOptions& options, const PlanContext& context) {
   const std::optional<std::string> address_override =
       address_env ? std::optional<std::string>(address_env) : std::nullopt;
 
+  // What the generations' plans split --mpi-args into: it says whether host names are
+  // resolved by hvdrun's launcher (a malformed text fails the first plan).
+  std::vector<std::string> mpi_args;
+  if (options.mpi_args)
+    if (auto words = split_shell_words(*options.mpi_args)) mpi_args = std::move(words).value();
+
   Shared shared(e.cooldown_range);
   shared.hosts.discovered(*first);
   // The discovery thread takes no stop signal: run_job holds them in this thread while
@@ -187,8 +195,23 @@ int run_elastic_job(const LaunchOptions& options, const PlanContext& context) {
         const bool keeps_state =
             previous.empty() || std::any_of(candidate.begin(), candidate.end(), was_in_previous);
         if (enough && keeps_state) {
-          ranks = candidate;
-          break;
+          // A host gone from DNS (a spot machine reclaimed) is a failed host, not a
+          // mistyped one: it is left out, and the ranks placed again without it.
+          lock.unlock();
+          const auto unresolved = unresolvable_hosts(candidate, mpi_args);
+          lock.lock();
+          if (unresolved.empty()) {
+            ranks = candidate;
+            break;
+          }
+          for (const auto& [host, why] : unresolved) {
+            const double seconds = shared.hosts.blacklist(host, monotonic_seconds(), random01());
+            char out_for[64] = "for the rest of the job";
+            if (seconds >= 0) std::snprintf(out_for, sizeof out_for, "for %.1f s", seconds);
+            std::cerr << "hvdrun: warning: elastic: host " << host << " from the discovery script does not "
+                      << "resolve (" << why << "); it is left out " << out_for << "\n";
+          }
+          continue;
         }
         if (g_stop_signal) {
           lock.unlock();
