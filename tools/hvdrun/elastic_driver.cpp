@@ -227,7 +227,7 @@ int run_elastic_job(const LaunchOptions& options, const PlanContext& context) {
         const std::string want =
             enough ? "one of the last generation's hosts (" + describe_hosts(previous) +
                          "), which hold the committed state"
-                   : std::to_string(needed) + " slots (" + needed_flag + ")";
+                   : plural(needed, "slot", "slots") + " (" + needed_flag + ")";
         if (monotonic_seconds() >= deadline) {
           lock.unlock();
           std::cerr << "hvdrun: elastic: the job ends: it needs " << want << (enough ? "," : "") << " and had "
