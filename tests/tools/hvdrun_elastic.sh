@@ -19,6 +19,8 @@
 #                  the job is done (WORKER: the stand-in launcher)
 #   discovery-fails  a discovery script failing on its first run ends the job (2); one
 #                  failing later is a warning (once) and its last list stays
+#   unresolvable-host  a discovered host whose name does not resolve is left out with
+#                  a warning; the job runs on localhost
 set -u
 case_name=$1 hvdrun=$2 worker=$3
 work=$(mktemp -d)
@@ -129,6 +131,19 @@ discovery-fails)
   # Said once, not at every run of the script.
   [ "$(grep -c 'warning: elastic: the host discovery script exited with status 5' "$work/err")" -le 1 ] ||
     die "the script's failure was reported more than once"
+  ;;
+unresolvable-host)
+  # A host gone from DNS, as a reclaimed spot machine's name: left out with a
+  # warning, and the job runs on the others (status 2 before, as for a mistyped -H).
+  printf 'no-such-host.invalid:2\nlocalhost:2\n' > "$work/hosts"
+  run -np 2 --max-np 4 --host-discovery-script "$work/discover.sh" \
+    "$worker" "$work/log" fail 5 0
+  [ "$status" = 0 ] || die "status $status, expected 0"
+  has "hvdrun: warning: elastic: host no-such-host.invalid from the discovery script does not resolve ("
+  has "); it is left out for the rest of the job"
+  has "hvdrun: elastic: generation 0 on 1 host (localhost:2), 2 ranks"
+  has "hvdrun: elastic: generation 0 finished: every rank returned 0; the job is done"
+  for r in 0 1; do logged "gen=0 rank=$r size=2 host=localhost"; done
   ;;
 *) die "unknown case" ;;
 esac

@@ -1,7 +1,9 @@
 // The elastic job's parts that need no MPI job: the discovery script's output and runs
 // (a real /bin/sh), the blacklist with its cooldown, the placement of ranks, which
-// host changes reach the workers, and the notification listener over real TCP.
+// host changes reach the workers, the notification listener over real TCP, what a
+// generation's end means, and which discovered hosts do not resolve.
 #include <arpa/inet.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -13,6 +15,8 @@
 #include "elastic_discovery.h"
 #include "elastic_hosts.h"
 #include "elastic_listener.h"
+#include "elastic_outcome.h"
+#include "host_check.h"
 
 #include "cmocka_cpp.h"
 
@@ -149,6 +153,90 @@ void address(void**) {
                   "HVDRUN_ELASTIC_ADDRESS");
 }
 
+RankExit exited(int rank, int code, int signal = 0) {
+  RankExit r;
+  r.rank = rank;
+  r.exit_code = code;
+  r.signal = signal;
+  r.pid = 100 + rank;
+  return r;
+}
+
+void generation_ends(void**) {
+  const HostList ranks = {{"a", 2}, {"b", 2}};
+  JobReport done;
+  done.ranks_ended = 4;
+  assert_true(judge_generation(done, ranks, 4).end == GenerationEnd::kDone);
+
+  JobReport moved;
+  moved.status = kElasticRestartStatus;
+  moved.failures = {exited(0, kElasticRestartStatus), exited(2, 0, SIGTERM)};
+  assert_true(judge_generation(moved, ranks, 4).end == GenerationEnd::kLeftForNewHosts);
+
+  // Rank 3 failed on its own; the 76s and the cleanup's kills are not blamed.
+  JobReport failed;
+  failed.status = 1;
+  failed.failures = {exited(0, kElasticPeerFailedStatus), exited(3, 1), exited(1, 0, SIGKILL)};
+  GenerationVerdict v = judge_generation(failed, ranks, 4);
+  assert_true(v.end == GenerationEnd::kFailed);
+  assert_true(v.blamed == std::vector<std::string>{"b"});
+  assert_string_equal(v.after.c_str(), ", after host b failed (rank 3 exited with status 1)");
+
+  // Only 76s: no host is blamed.
+  JobReport followers;
+  followers.status = kElasticPeerFailedStatus;
+  followers.failures = {exited(0, kElasticPeerFailedStatus), exited(1, kElasticPeerFailedStatus)};
+  assert_true(judge_generation(followers, ranks, 4).blamed.empty());
+}
+
+void silent_hosts_are_blamed(void**) {
+  const HostList ranks = {{"a", 2}, {"b", 2}};
+  // Host b went silent while the ranks of a failed in their collectives (76): b is
+  // left out as a lost host would be.
+  JobReport cut;
+  cut.status = 1;
+  cut.failures = {exited(0, kElasticPeerFailedStatus), exited(1, kElasticPeerFailedStatus)};
+  cut.ranks_ended = 2;
+  cut.silent_ranks = {2, 3};
+  cut.silent_hosts = {"b"};
+  GenerationVerdict v = judge_generation(cut, ranks, 4);
+  assert_true(v.end == GenerationEnd::kFailed);
+  assert_true(v.blamed == std::vector<std::string>{"b"});
+  assert_string_equal(v.cause.c_str(), "rank(s) 2,3 on host b stopped reaching the launcher");
+  assert_string_equal(v.after.c_str(), ", after rank(s) 2,3 on host b stopped reaching the launcher");
+
+  // Ranks that left for new hosts do not hide a host that went silent.
+  JobReport moving = cut;
+  moving.failures = {exited(0, kElasticRestartStatus), exited(1, kElasticRestartStatus)};
+  assert_true(judge_generation(moving, ranks, 4).end == GenerationEnd::kFailed);
+
+  // A rank of a that failed on its own is blamed beside b.
+  JobReport both = cut;
+  both.failures = {exited(1, 3)};
+  v = judge_generation(both, ranks, 4);
+  assert_true((v.blamed == std::vector<std::string>{"b", "a"}));
+  assert_contains(v.cause, "rank 1 (pid 101) exited with status 3, and rank(s) 2,3 on host b");
+  assert_string_equal(v.after.c_str(),
+                      ", after rank 1 exited with status 3, and rank(s) 2,3 on host b stopped reaching the launcher");
+
+  // Every other rank returned 0 first: the function returned on every rank, done.
+  JobReport after_work = cut;
+  after_work.failures.clear();
+  v = judge_generation(after_work, ranks, 4);
+  assert_true(v.end == GenerationEnd::kDone);
+  assert_string_equal(v.done_note.c_str(), "rank(s) 2,3 on host b stopped reaching the launcher");
+}
+
+void unresolvable(void**) {
+  const HostList hosts = {{"localhost", 2}, {"no-such-host.invalid", 1}};
+  const auto bad = unresolvable_hosts(hosts, {});
+  assert_int_equal(bad.size(), 1);
+  assert_string_equal(bad[0].first.c_str(), "no-such-host.invalid");
+  assert_false(bad[0].second.empty());
+  // Names that only label nodes for the fork launcher are not looked up.
+  assert_true(unresolvable_hosts(hosts, {"-launcher", "fork"}).empty());
+}
+
 }  // namespace
 
 int main(void) {
@@ -156,6 +244,8 @@ int main(void) {
       cmocka_unit_test(discovery_output), cmocka_unit_test(discovery_runs),
       cmocka_unit_test(placement_and_blacklist), cmocka_unit_test(cooldown),
       cmocka_unit_test(host_updates), cmocka_unit_test(listener), cmocka_unit_test(address),
+      cmocka_unit_test(generation_ends), cmocka_unit_test(silent_hosts_are_blamed),
+      cmocka_unit_test(unresolvable),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

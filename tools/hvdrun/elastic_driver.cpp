@@ -19,8 +19,11 @@
 #include "elastic_discovery.h"
 #include "elastic_hosts.h"
 #include "elastic_listener.h"
+#include "elastic_outcome.h"
 #include "event_files.h"
+#include "host_check.h"
 #include "job.h"
+#include "shell_words.h"
 
 namespace hvdrun {
 namespace {
@@ -99,52 +102,6 @@ void discover(Shared* shared, ElasticListener* listener, const ElasticOptions& e
   }
 }
 
-// Whether a generation ended because its ranks left for a change of hosts: each
-// failure is status 75, or the launcher's cleanup (SIGTERM, SIGKILL) after one.
-bool left_for_new_hosts(const JobReport& r) {
-  if (!r.lost.empty()) return false;
-  if (r.failures.empty()) return r.status == kElasticRestartStatus;
-  bool seen_restart = false;
-  for (const RankExit& f : r.failures) {
-    if (f.signal == 0 && f.exit_code == kElasticRestartStatus) {
-      seen_restart = true;
-      continue;
-    }
-    if (seen_restart && (f.signal == SIGTERM || f.signal == SIGKILL)) continue;
-    return false;
-  }
-  return seen_restart;
-}
-
-// The rank a failure is blamed on: the earliest that failed on its own, not with 76
-// (a collective failed because of another rank) nor killed in the cleanup after
-// another's failure. None when only such followers failed.
-std::optional<RankExit> failing_rank(const JobReport& r) {
-  bool follower_seen = false;
-  std::optional<RankExit> first_killed;
-  for (const RankExit& f : r.failures) {
-    const bool killed = f.signal == SIGTERM || f.signal == SIGKILL;
-    if (f.signal == 0 && f.exit_code == kElasticPeerFailedStatus) {
-      follower_seen = true;
-    } else if (!killed) {
-      return f;
-    } else if (!first_killed) {
-      if (follower_seen) continue;
-      first_killed = f;
-    }
-  }
-  return first_killed;
-}
-
-// "rank 3 exited with status 1" from "rank 3 (pid 42 on b2) exited with status 1": the
-// host is named beside it.
-std::string without_pid(std::string text) {
-  const size_t open = text.find(" (pid ");
-  const size_t close = open == std::string::npos ? open : text.find(')', open);
-  if (close != std::string::npos) text.erase(open, close + 1 - open);
-  return text;
-}
-
 }  // namespace
 
 int run_elastic_job(const LaunchOptions& options, const PlanContext& context) {
@@ -174,6 +131,12 @@ int run_elastic_job(const LaunchOptions& options, const PlanContext& context) {
   const char* address_env = std::getenv("HVDRUN_ELASTIC_ADDRESS");
   const std::optional<std::string> address_override =
       address_env ? std::optional<std::string>(address_env) : std::nullopt;
+
+  // What the generations' plans split --mpi-args into: it says whether host names are
+  // resolved by hvdrun's launcher (a malformed text fails the first plan).
+  std::vector<std::string> mpi_args;
+  if (options.mpi_args)
+    if (auto words = split_shell_words(*options.mpi_args)) mpi_args = std::move(words).value();
 
   Shared shared(e.cooldown_range);
   shared.hosts.discovered(*first);
@@ -232,8 +195,23 @@ int run_elastic_job(const LaunchOptions& options, const PlanContext& context) {
         const bool keeps_state =
             previous.empty() || std::any_of(candidate.begin(), candidate.end(), was_in_previous);
         if (enough && keeps_state) {
-          ranks = candidate;
-          break;
+          // A host gone from DNS (a spot machine reclaimed) is a failed host, not a
+          // mistyped one: it is left out, and the ranks placed again without it.
+          lock.unlock();
+          const auto unresolved = unresolvable_hosts(candidate, mpi_args);
+          lock.lock();
+          if (unresolved.empty()) {
+            ranks = candidate;
+            break;
+          }
+          for (const auto& [host, why] : unresolved) {
+            const double seconds = shared.hosts.blacklist(host, monotonic_seconds(), random01());
+            char out_for[64] = "for the rest of the job";
+            if (seconds >= 0) std::snprintf(out_for, sizeof out_for, "for %.1f s", seconds);
+            std::cerr << "hvdrun: warning: elastic: host " << host << " from the discovery script does not "
+                      << "resolve (" << why << "); it is left out " << out_for << "\n";
+          }
+          continue;
         }
         if (g_stop_signal) {
           lock.unlock();
@@ -249,7 +227,7 @@ int run_elastic_job(const LaunchOptions& options, const PlanContext& context) {
         const std::string want =
             enough ? "one of the last generation's hosts (" + describe_hosts(previous) +
                          "), which hold the committed state"
-                   : std::to_string(needed) + " slots (" + needed_flag + ")";
+                   : plural(needed, "slot", "slots") + " (" + needed_flag + ")";
         if (monotonic_seconds() >= deadline) {
           lock.unlock();
           std::cerr << "hvdrun: elastic: the job ends: it needs " << want << (enough ? "," : "") << " and had "
@@ -328,36 +306,25 @@ int run_elastic_job(const LaunchOptions& options, const PlanContext& context) {
       std::cerr << ended << " was stopped by " << strsignal(sig) << "; the job ends\n";
       return finish(report.forwarded_signal ? report.status : 128 + sig);
     }
-    // Every rank returned 0: done, also when hvdrun had to end a launcher that stayed.
-    if (report.failures.empty() && report.lost.empty() && (report.status == 0 || report.ranks_ended >= np)) {
-      std::cerr << ended << " finished: every rank returned 0; the job is done\n";
+    const GenerationVerdict verdict = judge_generation(report, ranks, np);
+    if (verdict.end == GenerationEnd::kDone) {
+      std::cerr << ended
+                << (verdict.done_note.empty() ? std::string(" finished: every rank returned 0")
+                                              : " finished: every other rank returned 0, then " + verdict.done_note)
+                << "; the job is done\n";
       return finish(0);
     }
-    if (left_for_new_hosts(report)) {
+    if (verdict.end == GenerationEnd::kLeftForNewHosts) {
       std::cerr << ended << " ended: its ranks left for a change of hosts (status 75)\n";
       after = ", after a change of hosts";
       continue;
     }
 
     // A failure: its host is left out, and the next generation starts from the last commit.
-    std::vector<std::string> blamed;
-    std::string cause;
-    if (!report.lost.empty()) {
-      for (const LostNode& n : report.lost) blamed.push_back(n.host);
-      cause = describe_lost_nodes(report.lost);
-    } else if (auto rank = failing_rank(report)) {
-      const auto host = host_of_rank(ranks, rank->rank);
-      if (host) blamed.push_back(*host);
-      cause = describe_rank_exit(*rank);
-    } else if (!report.failures.empty()) {
-      cause = describe_rank_exit(report.failures.front()) + ", after another rank's failure";
-    } else {
-      cause = "the launcher exited with status " + std::to_string(report.status);
-    }
     std::string out_for;
     {
       std::lock_guard<std::mutex> lock(shared.mutex);
-      for (const std::string& h : blamed) {
+      for (const std::string& h : verdict.blamed) {
         const double seconds = shared.hosts.blacklist(h, monotonic_seconds(), random01());
         char text[96];
         if (seconds < 0)
@@ -368,19 +335,14 @@ int run_elastic_job(const LaunchOptions& options, const PlanContext& context) {
       }
     }
     ++failures;
-    std::cerr << ended << " failed: " << cause << out_for << "\n";
+    std::cerr << ended << " failed: " << verdict.cause << out_for << "\n";
     if (e.reset_limit && failures > *e.reset_limit) {
       std::cerr << "hvdrun: elastic: the job ends: " << plural(failures, "failure", "failures")
                 << ", more than --reset-limit " << *e.reset_limit
                 << " restarts allow; raise --reset-limit to restart more often\n";
       return finish(report.status != 0 ? report.status : 1);
     }
-    if (!report.lost.empty())
-      after = ", after " + cause;
-    else if (!blamed.empty())
-      after = ", after host " + blamed.front() + " failed (" + without_pid(cause) + ")";
-    else
-      after = ", after " + without_pid(cause);
+    after = verdict.after;
   }
 }
 

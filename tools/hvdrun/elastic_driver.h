@@ -7,6 +7,7 @@
 // (hvd.elastic) and what passes between them: docs/elastic.md.
 #pragma once
 
+#include "elastic_outcome.h"
 #include "options.h"
 #include "plan.h"
 
@@ -14,11 +15,6 @@ namespace hvdrun {
 
 // How often the discovery script runs (Horovod: every second).
 inline constexpr double kDiscoveryIntervalSeconds = 1;
-
-// The status a worker leaves with for a change of hosts (EX_TEMPFAIL), and the one for
-// a collective that failed because of another rank.
-inline constexpr int kElasticRestartStatus = 75;
-inline constexpr int kElasticPeerFailedStatus = 76;
 
 // Runs the job of options (options.elastic set); returns hvdrun's exit status.
 int run_elastic_job(const LaunchOptions& options, const PlanContext& context);

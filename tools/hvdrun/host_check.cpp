@@ -50,14 +50,22 @@ std::string resolve_host(const std::string& host) {
   return rc == 0 ? std::string() : std::string(::gai_strerror(rc));
 }
 
+std::vector<std::pair<std::string, std::string>> unresolvable_hosts(
+    const HostList& hosts, const std::vector<std::string>& mpi_args, const Resolver& resolve) {
+  std::vector<std::pair<std::string, std::string>> bad;
+  if (hosts_resolved_elsewhere(mpi_args)) return bad;
+  for (const HostSlots& h : hosts) {
+    std::string why = resolve(h.host);
+    if (!why.empty()) bad.emplace_back(h.host, std::move(why));
+  }
+  return bad;
+}
+
 Status check_hosts_resolve(const HostList& hosts, const std::vector<std::string>& mpi_args,
                            const Resolver& resolve) {
-  if (hosts_resolved_elsewhere(mpi_args)) return success();
   std::string bad;
-  for (const HostSlots& h : hosts) {
-    const std::string why = resolve(h.host);
-    if (!why.empty()) bad += (bad.empty() ? "" : ", ") + ("'" + h.host + "' (" + why + ")");
-  }
+  for (const auto& [host, why] : unresolvable_hosts(hosts, mpi_args, resolve))
+    bad += (bad.empty() ? "" : ", ") + ("'" + host + "' (" + why + ")");
   if (bad.empty()) return success();
   return Status::failure("cannot resolve host " + bad +
                          ": check the spelling in -H or the hostfile, or add the name to "

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hosts.h"
@@ -24,6 +25,11 @@ std::string resolve_host(const std::string& host);
 // plm_rsh_agent) that maps names itself. Names all the hosts that fail in one message.
 Status check_hosts_resolve(const HostList& hosts, const std::vector<std::string>& mpi_args,
                            const Resolver& resolve = resolve_host);
+
+// The hosts of `hosts` that do not resolve, each with the resolver's reason; none where
+// the MPI arguments resolve the names elsewhere (as check_hosts_resolve).
+std::vector<std::pair<std::string, std::string>> unresolvable_hosts(
+    const HostList& hosts, const std::vector<std::string>& mpi_args, const Resolver& resolve = resolve_host);
 
 // Whether host names this machine (localhost, a loopback address, its host name).
 bool is_this_machine(const std::string& host);

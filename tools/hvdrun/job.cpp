@@ -74,9 +74,9 @@ bool output_reader_gone() {
   return false;
 }
 
-// The last line for ranks hvdrun stopped waiting for (JobOutcome::silent_ranks): the
-// hosts they were placed on, where known. Their status is not known: not 0.
-std::pair<int, std::string> report_silent_ranks(const JobOutcome& outcome, const LaunchPlan& plan) {
+// The hosts ranks hvdrun stopped waiting for (JobOutcome::silent_ranks) were placed
+// on, where known, in name order.
+std::vector<std::string> silent_rank_hosts(const JobOutcome& outcome, const LaunchPlan& plan) {
   const auto by_host =
       planned_ranks_by_host(plan.hosts, plan.num_proc, plan.flavor, plan.binding_args.has_value());
   std::set<std::string> hosts;
@@ -84,6 +84,13 @@ std::pair<int, std::string> report_silent_ranks(const JobOutcome& outcome, const
     for (size_t h = 0; h < by_host.size() && h < plan.hosts.size(); ++h)
       if (std::find(by_host[h].begin(), by_host[h].end(), rank) != by_host[h].end())
         hosts.insert(plan.hosts[h].host);
+  return {hosts.begin(), hosts.end()};
+}
+
+// The last line for ranks hvdrun stopped waiting for: the hosts they were placed on,
+// where known. Their status is not known: not 0.
+std::pair<int, std::string> report_silent_ranks(const JobOutcome& outcome,
+                                                const std::vector<std::string>& hosts) {
   std::string ranks, names;
   for (int rank : outcome.silent_ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(rank);
   for (const std::string& h : hosts) names += (names.empty() ? "" : ", ") + h;
@@ -203,7 +210,9 @@ JobReport run_prepared_job_report(const PreparedJob& job, const LaunchOptions& o
               << " (" << strsignal(outcome.launcher_crash_signal)
               << "), a fault of the MPI launcher; hvdrun killed the job's processes left on this host\n";
   if (!outcome.silent_ranks.empty() && !outcome.forwarded_signal) {
-    auto [status, text] = report_silent_ranks(outcome, plan);
+    report.silent_ranks = outcome.silent_ranks;
+    report.silent_hosts = silent_rank_hosts(outcome, plan);
+    auto [status, text] = report_silent_ranks(outcome, report.silent_hosts);
     report.verdict = text;
     return ends(status);
   }

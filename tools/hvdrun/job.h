@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "command_builder.h"
+#include "job_report.h"
 #include "lost_node.h"
 #include "rank_exit.h"
 #include "options.h"
@@ -30,17 +31,6 @@ struct PreparedJob {
 
 // Plans and builds the job; an error is a usage error. Prints the plan's warnings.
 Result<PreparedJob> prepare_job(const LaunchOptions& options, const PlanContext& context);
-
-// How a job ended, for a caller that decides what comes next (an elastic job).
-struct JobReport {
-  int status = 0;           // what hvdrun exits with for this job alone
-  bool started = false;     // false: it could not start (a message was printed)
-  int forwarded_signal = 0; // the user's signal passed on to it
-  std::vector<RankExit> failures;  // the ranks' failures, earliest first
-  int64_t ranks_ended = 0;         // ranks whose monitors reported their exit
-  std::vector<LostNode> lost;      // hosts lost with all their processes
-  std::string verdict;      // the lines saying why it failed ("hvdrun: the job failed: ...")
-};
 
 // Runs it as run_prepared_job does, printing everything but the verdict. expected_ranks
 // (0: none): see run_job.

@@ -1,7 +1,10 @@
 """One rank of horovod.run: python -m horovod.runner.run_task DIR.
 
 Loads (func, args, kwargs) from DIR/task.pkl, runs it, and writes (True, result) or
-(False, traceback text) to DIR/result.<rank>.pkl.
+(False, traceback text) to DIR/result.<rank>.pkl, or in a generation G of an elastic
+job to DIR/result.<rank>.gG.pkl. A worker of an elastic job that leaves its generation
+(hvd.elastic.run's SystemExit 75 or 76) writes nothing and exits with that status, for
+hvdrun to start the next generation.
 """
 import importlib.util
 import os
@@ -27,12 +30,17 @@ def _rank():
     return 0
 
 
+# hvd.elastic.run's statuses for a generation's end (bindings/python/hvd/elastic/_run.py).
+_ELASTIC_LEAVE_STATUSES = (75, 76)
+
+
 def main(work):
     try:
         import cloudpickle as loader
     except ImportError:
         loader = pickle
     rank = _rank()
+    generation = os.environ.get("HVD_ELASTIC_GENERATION")
     try:
         with open(os.path.join(work, "task.pkl"), "rb") as f:
             main_path, payload = pickle.load(f)
@@ -40,10 +48,15 @@ def main(work):
             _load_main(main_path)
         func, args, kwargs = loader.loads(payload)
         outcome = (True, func(*args, **kwargs))
+    except SystemExit as leave:
+        if generation is not None and leave.code in _ELASTIC_LEAVE_STATUSES:
+            return leave.code
+        outcome = (False, traceback.format_exc())
     except BaseException:  # noqa: BLE001 - reported to the caller of horovod.run
         outcome = (False, traceback.format_exc())
     # Written whole or not at all: a peer's failure may end this process at any moment.
-    path = os.path.join(work, f"result.{rank}.pkl")
+    name = f"result.{rank}.pkl" if generation is None else f"result.{rank}.g{generation}.pkl"
+    path = os.path.join(work, name)
     with open(path + ".tmp", "wb") as f:
         pickle.dump(outcome, f)
     os.replace(path + ".tmp", path)
