@@ -275,6 +275,16 @@ void AnnouncementTable::drop_process_set(int32_t id) {
   std::erase_if(table_, [&](const auto& kv) { return kv.second.process_set == id; });
 }
 
+std::string AnnouncementTable::unmet_refusals(int my_rank) const {
+  std::string out;
+  for (const auto& [key, a] : table_) {
+    if (a.refusals == 0 || a.refusing_rank == my_rank) continue;
+    out += (out.empty() ? "" : "; ") + std::string("rank ") + std::to_string(a.refusing_rank) +
+           " refused '" + a.name + "': " + a.refusal;
+  }
+  return out;
+}
+
 std::vector<StalledTensor> AnnouncementTable::stalled(double older_than) const {
   std::vector<StalledTensor> out;
   // A key comes back to table_order_ each time its tensor is announced anew, and the

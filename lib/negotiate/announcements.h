@@ -55,6 +55,11 @@ class AnnouncementTable {
   void end_of_messages(double now, std::vector<Completed>* done);
 
   std::vector<StalledTensor> stalled(double older_than) const;
+  // The refusals announced by other ranks that no call of this rank has met yet, as
+  // "rank R refused 'name': reason" joined by "; " (empty: none). A rank that refuses
+  // and then exits shuts the job down in the same round: its reason is then what a
+  // peer's later call of that name should say, not only that a rank left.
+  std::string unmet_refusals(int my_rank) const;
 
   // Join (global): whether any rank has joined and not yet been released by the last
   // one, and whether an operation on a set waits for a joined rank that will not

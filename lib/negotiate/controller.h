@@ -115,6 +115,8 @@ class Controller {
     return announcements_.stalled(older_than);
   }
   void decide_timeout(const Stalled& stalled, const std::string& message);
+  // Other ranks' refusals no call of this rank has met (AnnouncementTable::unmet_refusals).
+  std::string unmet_refusals(int my_rank) const { return announcements_.unmet_refusals(my_rank); }
   // Coordinator: decisions (timeouts, tuning) wait for the next round's messages.
   bool has_decisions() const { return !decisions_.empty(); }
 

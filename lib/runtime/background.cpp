@@ -527,10 +527,15 @@ void BackgroundLoop::run() {
     }
     if (shutdown) {
       clean_shutdown = true;
-      if (!rt_.shutdown_requested.load())
+      if (!rt_.shutdown_requested.load()) {
+        // A rank that refused a call and exited: its reason is why this rank's call of
+        // that name cannot run, the more useful half of the message.
+        const std::string refusals = controller_.unmet_refusals(rt_.rank);
         exit_reason = make_error(HVD_ERR_SHUT_DOWN,
                                  "libhvd was shut down because another rank called hvd_shutdown "
-                                 "(or exited)");
+                                 "(or exited)%s%s",
+                                 refusals.empty() ? "" : "; before that, ", refusals.c_str());
+      }
       break;
     }
   }

@@ -53,11 +53,14 @@ def _run_once(func, state, args, kwargs):
 
 def _run_generation(session, func, state, args, kwargs):
     state._session = session
-    session.register(state)
     try:
         try:
+            # The reset (Horovod's on_reset empties the state's queue of host news)
+            # before the state listens to hvdrun: news that arrives meanwhile belongs to
+            # this generation and must reach its first check.
             if session.generation > 0:
                 state.on_reset()
+            session.register(state)
             state.sync()
             result = func(state, *args, **kwargs)
             session.finish()
