@@ -5,6 +5,9 @@ from hvd.tensorflow import (Compression, DistributedGradientTape,  # noqa: F401
                             HorovodInternalError, ProcessSet, global_process_set)
 from .util import _executing_eagerly  # noqa: F401 - Horovod's tests reach it here
 
+from hvd.tensorflow._keras_compat import callable_optimizer_variables as _callable_variables
+_callable_variables()  # opt.variables(), as Horovod's TF2 examples call it
+
 
 def __getattr__(name):
     from .._unavailable import missing_attribute
