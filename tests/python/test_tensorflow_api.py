@@ -285,3 +285,24 @@ def test_tf1_session_run_does_not_rerun_collectives_that_ran_before():
                                           [sum(range(n)), n])
             metric = hvd_tf.allreduce(tf.ones([1]), op=hvd_tf.Sum)
             assert session.run(metric) == [n]
+
+
+@pytest.mark.parametrize("mode", ["eager", "function"])
+def test_broadcast_variables_of_keras_3_layers_and_optimizers(mode):
+    import horovod.tensorflow  # noqa: F401 - makes opt.variables() callable
+    r, _ = ranks()
+    layer = tf.keras.layers.Dense(2, kernel_initializer=tf.keras.initializers.Constant(r))
+    layer.build((None, 3))
+    opt = tf.keras.optimizers.SGD(0.1, momentum=0.9)
+    opt.build(layer.trainable_weights)
+    opt.iterations.assign(r)
+    # Horovod's TF2 examples call opt.variables(), a method up to TensorFlow 2.10.
+    assert opt.variables() == opt.variables and len(opt.variables()) >= 1
+
+    def fn():
+        hvd_tf.broadcast_variables(layer.variables, root_rank=0)
+        hvd_tf.broadcast_variables(opt.variables(), root_rank=0)
+        return tf.constant(0)
+    run(mode, fn)
+    np.testing.assert_array_equal(layer.kernel.numpy(), np.zeros([3, 2]))
+    assert int(opt.iterations.numpy()) == 0

@@ -3,7 +3,7 @@ import tensorflow as tf
 
 from .. import objects
 from ..basics import global_process_set
-from .mpi_ops import grouped_broadcast
+from .mpi_ops import grouped_broadcast, read_variable
 
 __all__ = ["broadcast_variables", "broadcast_global_variables", "broadcast_object",
            "broadcast_object_fn", "allgather_object", "BroadcastGlobalVariablesHook"]
@@ -11,10 +11,10 @@ __all__ = ["broadcast_variables", "broadcast_global_variables", "broadcast_objec
 
 def broadcast_variables(variables, root_rank, process_set=global_process_set,
                         inplace=False):
-    """Assigns root_rank's values to `variables` on every rank, all in one call into
-    libhvd. Returns the group of assignments (None when executing eagerly)."""
+    """Assigns root_rank's values to `variables` (tf.Variable or Keras 3 variables) on
+    every rank, all in one call into libhvd. Returns the group of assignments (None when executing eagerly)."""
     variables = list(variables)
-    values = grouped_broadcast([v.read_value() for v in variables], root_rank,
+    values = grouped_broadcast([read_variable(v) for v in variables], root_rank,
                                process_set=process_set)
     return tf.group(*[v.assign(value) for v, value in zip(variables, values)])
 

@@ -282,18 +282,26 @@ def grouped_broadcast(tensors, root_rank, name=None, process_set=global_process_
     return [_bridge.with_shape(y, x.shape) for x, y in zip(tensors, outs)]
 
 
+def read_variable(variable):
+    """The value of a tf.Variable (a TF1 reference variable included) or of a Keras 3
+    variable, which has no read_value()."""
+    if hasattr(variable, "read_value"):
+        return variable.read_value()
+    return tf.convert_to_tensor(variable)
+
+
 def broadcast_(variables, root_rank, name=None, process_set=global_process_set):
     """Assigns root_rank's values to `variables` (tf.Variable, resource or TF1
     reference variables) on every rank, all in one call into libhvd; returns their
     values once assigned, as Horovod does."""
     variables = list(variables)
-    values = grouped_broadcast([v.read_value() for v in variables], root_rank, name=name,
+    values = grouped_broadcast([read_variable(v) for v in variables], root_rank, name=name,
                                process_set=process_set)
     assignments = [v.assign(value) for v, value in zip(variables, values)]
     if tf.executing_eagerly():
-        return [v.read_value() for v in variables]
+        return [read_variable(v) for v in variables]
     with tf.control_dependencies([a.op if hasattr(a, "op") else a for a in assignments]):
-        return [v.read_value() for v in variables]
+        return [read_variable(v) for v in variables]
 
 
 # --- alltoall -----------------------------------------------------------------------
