@@ -12,7 +12,8 @@ __all__ = ["broadcast_variables", "broadcast_global_variables", "broadcast_objec
 def broadcast_variables(variables, root_rank, process_set=global_process_set,
                         inplace=False):
     """Assigns root_rank's values to `variables` (tf.Variable or Keras 3 variables) on
-    every rank, all in one call into libhvd. Returns the group of assignments (None when executing eagerly)."""
+    every rank, all in one call into libhvd. Returns the group of assignments (None
+    when executing eagerly)."""
     variables = list(variables)
     values = grouped_broadcast([read_variable(v) for v in variables], root_rank,
                                process_set=process_set)
