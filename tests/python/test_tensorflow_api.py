@@ -271,22 +271,6 @@ def test_tf1_helpers():
     assert hvd_tf.broadcast_object_fn(root_rank=0)({"r": r}) == {"r": 0}
 
 
-def test_tf1_session_run_does_not_rerun_collectives_that_ran_before():
-    """Collectives of a TF1 graph are chained by control dependencies (so that ranks
-    run them in one order); one built after a run must not make each session.run of it
-    run the earlier ones again (here: an allreduce of a placeholder, whose value that
-    second run does not feed)."""
-    r, n = ranks()
-    with tf.Graph().as_default():
-        batch = tf.compat.v1.placeholder(tf.float32, [2])
-        gradient = hvd_tf.allreduce(batch, op=hvd_tf.Sum)
-        with tf.compat.v1.Session() as session:
-            np.testing.assert_array_equal(session.run(gradient, {batch: [r, 1.0]}),
-                                          [sum(range(n)), n])
-            metric = hvd_tf.allreduce(tf.ones([1]), op=hvd_tf.Sum)
-            assert session.run(metric) == [n]
-
-
 @pytest.mark.parametrize("mode", ["eager", "function"])
 def test_broadcast_variables_of_keras_3_layers_and_optimizers(mode):
     import horovod.tensorflow  # noqa: F401 - makes opt.variables() callable

@@ -40,20 +40,7 @@ def run(function, inputs, output_dtypes):
         return [tf.convert_to_tensor(aligned(r), dtype=d)
                 for r, d in zip(results, output_dtypes)]
 
-    # Each collective waits inside its numpy_function until every rank has submitted
-    # it, holding one of TensorFlow's few inter-op threads: in a graph with more
-    # independent collectives than threads, ranks that started different ones would
-    # wait for each other for ever. Each collective depends on the one made before it
-    # in the same graph, so every rank runs them one at a time, in the order the graph
-    # was built (tf.function orders stateful ops so already; TF1's graphs do not).
-    # The chain starts afresh once a collective of the graph has run: a control
-    # dependency makes every session.run of a collective run its predecessors too,
-    # and collectives built after a run are seldom run together with earlier ones.
-    chain = _chains.setdefault(tf.compat.v1.get_default_graph(), {})
-    previous = chain.get("last")
-
     def graph_function(*arrays):
-        chain.pop("last", None)
         try:
             results = [aligned(r) for r in function(*arrays)]
         except Exception as error:  # noqa: BLE001
@@ -63,17 +50,25 @@ def run(function, inputs, output_dtypes):
             return [np.zeros(0, d.as_numpy_dtype) for d in output_dtypes] + \
                 [np.bytes_(str(error).encode("utf-8", "replace"))]
         return results + [np.bytes_(b"")]
+    # Each collective waits inside its numpy_function until every rank has submitted
+    # it, holding one of TensorFlow's few inter-op threads: in a graph with more
+    # independent collectives than threads, ranks that started different ones would
+    # wait for each other for ever. Each collective depends on the one made before it
+    # in the same graph, so every rank runs them one at a time, in the order the graph
+    # was built (tf.function orders stateful ops so already; TF1's graphs do not).
+    graph = tf.compat.v1.get_default_graph()
+    previous = _last_collective.get(graph)
     with tf.control_dependencies([previous] if previous is not None else []):
         *outputs, failure = tf.numpy_function(graph_function, inputs,
                                               output_dtypes + [tf.string], stateful=True)
-    chain["last"] = failure.op
+    _last_collective[graph] = failure.op
     with tf.control_dependencies([_errors.graph_failure(failure)]):
         return [tf.identity(t) for t in outputs]
 
 
-# Per graph (the graph's own, so that a graph that goes away takes its entry with it):
-# {"last": the collective op made last since one of the graph's collectives ran}.
-_chains = weakref.WeakKeyDictionary()
+# The collective op made last in each graph (the graph's own, so that a graph that
+# goes away takes its entry with it).
+_last_collective = weakref.WeakKeyDictionary()
 
 
 def with_shape(tensor, shape):
