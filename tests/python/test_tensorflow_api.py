@@ -290,3 +290,31 @@ def test_broadcast_variables_of_keras_3_layers_and_optimizers(mode):
     run(mode, fn)
     np.testing.assert_array_equal(layer.kernel.numpy(), np.zeros([3, 2]))
     assert int(opt.iterations.numpy()) == 0
+
+
+def test_elastic_state_syncs_commits_and_restores():
+    r, _ = ranks()
+    w = tf.Variable(tf.fill([2], float(r + 1)))
+    state = hvd_tf.elastic.TensorFlowState([w], epoch=10 + r)
+    state.sync()
+    np.testing.assert_array_equal(w.numpy(), [1.0, 1.0])
+    assert state.epoch == 10
+    w.assign([5.0, 5.0])
+    state.epoch = 11
+    state.commit()
+    w.assign([7.0, 7.0])
+    state.epoch = 12
+    state.restore()
+    np.testing.assert_array_equal(w.numpy(), [5.0, 5.0])
+    assert state.epoch == 11
+
+    @hvd_tf.elastic.run
+    def train(state):
+        return state.epoch
+    assert train(state) == 11
+    layer = tf.keras.layers.Dense(1, kernel_initializer=tf.keras.initializers.Constant(r))
+    model = tf.keras.Sequential([tf.keras.Input((2,)), layer])
+    keras_state = hvd_tf.elastic.TensorFlowKerasState(model, batch=r)
+    keras_state.sync()
+    np.testing.assert_array_equal(layer.kernel.numpy(), np.zeros([2, 1]))
+    assert keras_state.batch == 0

@@ -25,6 +25,7 @@ from ..basics import (ccl_built, ddl_built, gloo_built, gloo_enabled, mpi_thread
                       mark_step, mpi_built, mpi_enabled, nccl_built, rank, remove_process_set,
                       shutdown, size, start_timeline, step_stats, stop_timeline)
 from ..errors import HvdError
+from . import elastic
 from .compression import Compression
 from .functions import (BroadcastGlobalVariablesHook, allgather_object, broadcast_global_variables,
                         broadcast_object, broadcast_object_fn, broadcast_variables)
