@@ -66,7 +66,9 @@ def collect(test_dir, name, env):
     if ARGS.select:
         cmd += ["-k", ARGS.select]
     res = subprocess.run(cmd, cwd=test_dir, env=env, capture_output=True, text=True)
-    ids = [line.strip() for line in res.stdout.splitlines() if "::" in line]
+    # Only the file's own test ids: TensorFlow's start-up lines hold "::" as well.
+    ids = [line.strip() for line in res.stdout.splitlines()
+           if line.strip().startswith(name + "::")]
     if not ids and ARGS.select and "deselected" in res.stdout:
         return ids  # -k selected none of this file's tests
     if not ids:
