@@ -1,4 +1,4 @@
-"""Runs Horovod's own PyTorch tests against libhvd's horovod stand-in and prints a
+"""Runs Horovod's own PyTorch or TensorFlow tests against libhvd's horovod stand-in and prints a
 pass/fail/skip table (see scripts/horovod-conformance.sh for the interface).
 
 Each test file runs in MPI jobs of NP ranks. result_plugin.py records every test's
@@ -22,7 +22,9 @@ from functools import partial
 print = partial(print, flush=True)  # noqa: A001 - progress shows as it happens
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FILES = ["test_torch.py", "test_timeline.py", "test_adasum_pytorch.py"]
+FILES = {"torch": ["test_torch.py", "test_timeline.py", "test_adasum_pytorch.py"],
+         "tensorflow": ["test_tensorflow.py", "test_tensorflow_process_sets.py",
+                        "test_tensorflow_process_sets_dynamic.py"]}
 RANKING = ["failed", "error", "hang", "crashed", "skipped", "passed"]
 
 
@@ -30,6 +32,7 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("checkout", help="a Horovod source tree (with test/parallel)")
     p.add_argument("np", type=int, nargs="?", default=2)
+    p.add_argument("framework", nargs="?", default="torch", choices=sorted(FILES))
     p.add_argument("--mpiexec", default="mpiexec")
     p.add_argument("--python", default=sys.executable)
     p.add_argument("--test-timeout", type=int, default=60)
@@ -51,6 +54,7 @@ def job_env(out_dir, timeout):
     env["HVD_CONFORMANCE_TEST_TIMEOUT"] = str(timeout)
     env["HVD_HOROVOD_COMPAT"] = "force"
     env.setdefault("OMP_NUM_THREADS", "1")
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     return env
 
 
@@ -62,7 +66,9 @@ def collect(test_dir, name, env):
     if ARGS.select:
         cmd += ["-k", ARGS.select]
     res = subprocess.run(cmd, cwd=test_dir, env=env, capture_output=True, text=True)
-    ids = [line.strip() for line in res.stdout.splitlines() if "::" in line]
+    # Only the file's own test ids: TensorFlow's start-up lines hold "::" as well.
+    ids = [line.strip() for line in res.stdout.splitlines()
+           if line.strip().startswith(name + "::")]
     if not ids and ARGS.select and "deselected" in res.stdout:
         return ids  # -k selected none of this file's tests
     if not ids:
@@ -177,7 +183,7 @@ def main():
         sys.exit(f"{checkout} has no test/parallel directory: point at a Horovod source tree")
     totals = {}
     start = time.time()
-    for name in FILES:
+    for name in FILES[ARGS.framework]:
         tests, results, out_dir = run_file(checkout, name)
         if not tests:
             continue

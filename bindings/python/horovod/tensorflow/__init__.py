@@ -6,6 +6,9 @@ from hvd.tensorflow import (Compression, DistributedGradientTape,  # noqa: F401
 from .util import _executing_eagerly  # noqa: F401 - Horovod's tests reach it here
 from . import elastic  # noqa: F401,E402 - horovod.tensorflow.elastic, as Horovod's
 
+from hvd.tensorflow._keras_compat import callable_optimizer_variables as _callable_variables
+_callable_variables()  # opt.variables(), as Horovod's TF2 examples call it
+
 
 def __getattr__(name):
     from .._unavailable import missing_attribute

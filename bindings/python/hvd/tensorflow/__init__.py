@@ -25,11 +25,18 @@ from ..basics import (ccl_built, ddl_built, gloo_built, gloo_enabled, mpi_thread
                       mark_step, mpi_built, mpi_enabled, nccl_built, rank, remove_process_set,
                       shutdown, size, start_timeline, step_stats, stop_timeline)
 from ..errors import HvdError
+from . import elastic
 from .compression import Compression
-from .functions import allgather_object, broadcast_object, broadcast_variables
-from .gradient_tape import DistributedGradientTape
-from .mpi_ops import (allgather, allreduce, alltoall, broadcast, grouped_allreduce,
-                      grouped_broadcast, reducescatter)
+from .functions import (BroadcastGlobalVariablesHook, allgather_object, broadcast_global_variables,
+                        broadcast_object, broadcast_object_fn, broadcast_variables)
+from .gradient_tape import DistributedGradientTape, PartialDistributedGradientTape
+from .mpi_ops import (allgather, allreduce, alltoall, broadcast, broadcast_, grouped_allgather,
+                      grouped_allreduce, grouped_broadcast, grouped_reducescatter, join,
+                      reducescatter)
+from .optimizer import DistributedOptimizer
+from .rank_ops import (local_rank_op, local_size_op, process_set_included_op, rank_op,
+                       size_op)
+from .sync_batch_norm import SyncBatchNormalization
 
 # Horovod's name for failures of collective operations.
 HorovodInternalError = HvdError

@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from .._aligned import aligned_empty_like, is_aligned
+from . import _errors
 
 
 def aligned(array):
@@ -27,16 +28,28 @@ def aligned(array):
 
 def run(function, inputs, output_dtypes):
     """function(*arrays) -> a sequence of arrays, one per output dtype; returns the
-    outputs as tensors (without static shapes inside tf.function: the caller sets them)."""
+    outputs as tensors (without static shapes inside tf.function: the caller sets them).
+    A failure reaches the caller as the tf.errors type Horovod raises (_errors.py)."""
     inputs = [tf.convert_to_tensor(t) for t in inputs]
     output_dtypes = list(output_dtypes)
     if tf.executing_eagerly():
-        results = function(*[t.numpy() for t in inputs])
+        try:
+            results = function(*[t.numpy() for t in inputs])
+        except Exception as error:  # noqa: BLE001 - every failure, as its tf.errors type
+            raise _errors.as_tf_error(error) from None
         return [tf.convert_to_tensor(aligned(r), dtype=d)
                 for r, d in zip(results, output_dtypes)]
 
     def graph_function(*arrays):
-        return [aligned(r) for r in function(*arrays)]
+        try:
+            results = [aligned(r) for r in function(*arrays)]
+        except Exception as error:  # noqa: BLE001
+            if not _errors.needs_graph_failure(error):
+                raise
+            # The outputs are never read: graph_failure fails first.
+            return [np.zeros(0, d.as_numpy_dtype) for d in output_dtypes] + \
+                [np.bytes_(str(error).encode("utf-8", "replace"))]
+        return results + [np.bytes_(b"")]
     # Each collective waits inside its numpy_function until every rank has submitted
     # it, holding one of TensorFlow's few inter-op threads: in a graph with more
     # independent collectives than threads, ranks that started different ones would
@@ -46,9 +59,11 @@ def run(function, inputs, output_dtypes):
     graph = tf.compat.v1.get_default_graph()
     previous = _last_collective.get(graph)
     with tf.control_dependencies([previous] if previous is not None else []):
-        outputs = tf.numpy_function(graph_function, inputs, output_dtypes, stateful=True)
-    _last_collective[graph] = outputs[0].op
-    return outputs
+        *outputs, failure = tf.numpy_function(graph_function, inputs,
+                                              output_dtypes + [tf.string], stateful=True)
+    _last_collective[graph] = failure.op
+    with tf.control_dependencies([_errors.graph_failure(failure)]):
+        return [tf.identity(t) for t in outputs]
 
 
 # The collective op made last in each graph (the graph's own, so that a graph that

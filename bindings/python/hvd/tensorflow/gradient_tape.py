@@ -14,7 +14,13 @@ from ..basics import Adasum, Average, Sum, global_process_set
 from .compression import Compression
 from .mpi_ops import grouped_allreduce
 
-__all__ = ["DistributedGradientTape"]
+__all__ = ["DistributedGradientTape", "PartialDistributedGradientTape"]
+
+
+def source_key(source):
+    """A hashable key of a variable: tf.Variable.ref(); Keras 3 variables have neither
+    ref() nor a hash, so their identity (the registries keep the variable alive)."""
+    return source.ref() if hasattr(source, "ref") else ("object", id(source))
 
 
 class _DistributedGradientTape:
@@ -34,7 +40,7 @@ class _DistributedGradientTape:
             self._prescale = self._postscale = 1.0
         self.process_set = process_set
         self.scale_local_gradients = scale_local_gradients
-        self._local_sources = set()
+        self._local_sources = {}
 
     def __enter__(self):
         self._tape.__enter__()
@@ -49,7 +55,7 @@ class _DistributedGradientTape:
     def register_local_source(self, source):
         """Keeps `source`'s gradient local (not reduced; divided by the size when
         scale_local_gradients, as Horovod does)."""
-        self._local_sources.add(source.ref())
+        self._local_sources[source_key(source)] = source
 
     def gradient(self, target, sources, output_gradients=None,
                  unconnected_gradients=tf.UnconnectedGradients.NONE):
@@ -81,8 +87,17 @@ class _DistributedGradientTape:
                     flat_grads[i] = g / size
         return tf.nest.pack_sequence_as(sources, flat_grads)
 
+    def get_local_and_global_gradients(self, target, sources, output_gradients=None):
+        """gradient(), split: ([(source, gradient)] of the local sources, the same of
+        the reduced ones), each in the order of `sources`."""
+        grads = self.gradient(target, sources, output_gradients)
+        local, reduced = [], []
+        for source, grad in zip(sources, grads):
+            (local if self._is_local(source) else reduced).append((source, grad))
+        return local, reduced
+
     def _is_local(self, source):
-        return hasattr(source, "ref") and source.ref() in self._local_sources
+        return source_key(source) in self._local_sources
 
 
 def DistributedGradientTape(gradtape, device_dense='', device_sparse='',
@@ -103,3 +118,25 @@ def DistributedGradientTape(gradtape, device_dense='', device_sparse='',
     return _DistributedGradientTape(gradtape, compression, sparse_as_dense, op,
                                     gradient_predivide_factor, process_set,
                                     scale_local_gradients)
+
+
+def PartialDistributedGradientTape(gradtape, device_dense='', device_sparse='',
+                                   compression=Compression.none, sparse_as_dense=False,
+                                   op=Average, gradient_predivide_factor=1.0, num_groups=0,
+                                   groups=None, process_set=global_process_set,
+                                   local_layers=None, scale_local_gradients=True):
+    """DistributedGradientTape whose gradients of the Keras layers `local_layers` (a
+    layer or a list of them) stay local to each rank (Horovod's function)."""
+    if local_layers is None:
+        local_layers = []
+    elif isinstance(local_layers, tf.keras.layers.Layer):
+        local_layers = [local_layers]
+    elif not all(isinstance(layer, tf.keras.layers.Layer) for layer in local_layers):
+        raise ValueError("All local layers must be of tf.keras.layers.Layer type.")
+    tape = DistributedGradientTape(gradtape, device_dense, device_sparse, compression,
+                                   sparse_as_dense, op, gradient_predivide_factor, num_groups,
+                                   groups, process_set, scale_local_gradients)
+    for layer in local_layers:
+        for var in layer.trainable_weights:
+            tape.register_local_source(var)
+    return tape

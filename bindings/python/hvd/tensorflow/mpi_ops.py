@@ -13,13 +13,14 @@ operation is named "<name>.grad".
 import numpy as np
 import tensorflow as tf
 
-from .. import collectives
+from .. import basics, collectives
 from ..basics import Average, Sum, global_process_set, rank
 from . import _bridge
 from .compression import Compression
 
-__all__ = ["allreduce", "grouped_allreduce", "allgather", "broadcast", "alltoall",
-           "reducescatter"]
+__all__ = ["allreduce", "grouped_allreduce", "allgather", "grouped_allgather", "broadcast",
+           "broadcast_", "grouped_broadcast", "alltoall", "reducescatter",
+           "grouped_reducescatter", "join"]
 
 
 def _grad_name(name):
@@ -102,18 +103,17 @@ def _op(op, average):
     return op
 
 
-def _grouped_by_dtype(arrays, op, name, prescale_factor, postscale_factor, process_set):
-    """One grouped allreduce per dtype of `arrays` (a group holds one dtype), all started
-    before any is waited for; the results in the order of `arrays`."""
+def _grouped_by_dtype(arrays, name, start):
+    """Runs a grouped operation over `arrays` as one libhvd group per dtype (a group
+    holds one dtype), all started before any is waited for: start(members, group_name)
+    returns a Handle. The results in the order of `arrays`."""
     by_dtype = {}
     for index, array in enumerate(arrays):
         by_dtype.setdefault(np.dtype(array.dtype), []).append(index)
     handles = []
     for dtype, indices in by_dtype.items():
         group_name = None if name is None else f"{name}.{dtype.name}"
-        handles.append((indices, collectives.grouped_allreduce_async(
-            [arrays[i] for i in indices], op, group_name, prescale_factor, postscale_factor,
-            process_set)))
+        handles.append((indices, start([arrays[i] for i in indices], group_name)))
     results = [None] * len(arrays)
     for indices, handle in handles:
         for i, result in zip(indices, handle.wait()):
@@ -126,8 +126,10 @@ def _dense_grouped_allreduce(tensors, op, prescale_factor, postscale_factor, nam
     @tf.custom_gradient
     def forward(*xs):
         def reduce(*arrays):
-            return _grouped_by_dtype(arrays, op, name, prescale_factor, postscale_factor,
-                                     process_set)
+            return _grouped_by_dtype(arrays, name, lambda members, group_name:
+                                     collectives.grouped_allreduce_async(
+                                         members, op, group_name, prescale_factor,
+                                         postscale_factor, process_set))
         ys = _bridge.run(reduce, xs, [x.dtype for x in xs])
         ys = [_bridge.with_shape(y, x.shape) for x, y in zip(xs, ys)]
 
@@ -197,6 +199,48 @@ def _allgather_grad(x, dy, name, process_set):
     return tf.reshape(reduced[begin:begin + dims[set_rank]], tf.shape(x))
 
 
+def grouped_allgather(tensors, name=None, ignore_name_scope=False,
+                      process_set=global_process_set):
+    """Allgathers a list of tensors as one unit (one call into libhvd per dtype); each
+    result is the concatenation of every rank's tensor, first dimensions may differ."""
+    tensors = [tf.convert_to_tensor(t) for t in tensors]
+    if not tensors:
+        return []
+    name = _graph_named("GroupedAllgather", name, tensors[0])
+
+    @tf.custom_gradient
+    def forward(*xs):
+        def gather(*arrays):
+            return _grouped_by_dtype(arrays, name, lambda members, group_name:
+                                     collectives.grouped_allgather_async(
+                                         members, group_name, process_set))
+        ys = _bridge.run(gather, xs, [x.dtype for x in xs])
+        ys = [_bridge.with_shape(y, _bridge.rows_shape(x.shape)) for x, y in zip(xs, ys)]
+
+        def grad(*dys):
+            return _grouped_allgather_grad(xs, dys, name, process_set)
+        return ys, grad
+    return list(forward(*tensors))
+
+
+def _grouped_allgather_grad(xs, dys, name, process_set):
+    """Each input's rows of its averaged gradient: one grouped allreduce, and one
+    allgather of every input's first dimension."""
+    reduced = _dense_grouped_allreduce(list(dys), Average, 1.0, 1.0, _grad_name(name),
+                                       process_set)
+    first_dims = tf.stack([tf.shape(x, out_type=tf.int64)[0] if x.shape.rank != 0
+                           else tf.constant(1, tf.int64) for x in xs])
+    set_size = _process_set(process_set).size()
+    dims = tf.reshape(allgather(first_dims, None if name is None else f"{name}.grad.dims",
+                                process_set=process_set), [set_size, len(xs)])
+    set_rank = _process_set(process_set).rank()
+    grads = []
+    for i, (x, g) in enumerate(zip(xs, reduced)):
+        begin = tf.reduce_sum(dims[:set_rank, i])
+        grads.append(tf.reshape(g[begin:begin + dims[set_rank, i]], tf.shape(x)))
+    return grads
+
+
 # --- broadcast ----------------------------------------------------------------------
 
 def broadcast(tensor, root_rank, name=None, ignore_name_scope=False,
@@ -236,6 +280,28 @@ def grouped_broadcast(tensors, root_rank, name=None, process_set=global_process_
         return [h.wait().reshape(a.shape) for h, a in zip(handles, arrays)]
     outs = _bridge.run(bcast, tensors, [t.dtype for t in tensors])
     return [_bridge.with_shape(y, x.shape) for x, y in zip(tensors, outs)]
+
+
+def read_variable(variable):
+    """The value of a tf.Variable (a TF1 reference variable included) or of a Keras 3
+    variable, which has no read_value()."""
+    if hasattr(variable, "read_value"):
+        return variable.read_value()
+    return tf.convert_to_tensor(variable)
+
+
+def broadcast_(variables, root_rank, name=None, process_set=global_process_set):
+    """Assigns root_rank's values to `variables` (tf.Variable, resource or TF1
+    reference variables) on every rank, all in one call into libhvd; returns their
+    values once assigned, as Horovod does."""
+    variables = list(variables)
+    values = grouped_broadcast([read_variable(v) for v in variables], root_rank, name=name,
+                               process_set=process_set)
+    assignments = [v.assign(value) for v, value in zip(variables, values)]
+    if tf.executing_eagerly():
+        return [read_variable(v) for v in variables]
+    with tf.control_dependencies([a.op if hasattr(a, "op") else a for a in assignments]):
+        return [read_variable(v) for v in variables]
 
 
 # --- alltoall -----------------------------------------------------------------------
@@ -288,12 +354,61 @@ def reducescatter(tensor, device_dense='', compression=Compression.none, op=Aver
 
         def grad(dy):
             # Horovod's scaling of the gradient, then the blocks of every rank.
-            if op == Sum:
-                dy = dy * tf.cast(_process_set(process_set).size(), dy.dtype)
-            if prescale_factor != 1.0:
-                dy = dy * tf.cast(prescale_factor, dy.dtype)
-            if postscale_factor != 1.0:
-                dy = dy * tf.cast(postscale_factor, dy.dtype)
+            dy = _reducescatter_grad_scale(dy, op, prescale_factor, postscale_factor,
+                                           process_set)
             return allgather(dy, name=_grad_name(name), process_set=process_set)
         return _bridge.with_shape(y, _bridge.rows_shape(x.shape)), grad
     return compression.decompress(forward(compressed), ctx)
+
+
+def grouped_reducescatter(tensors, device_dense='', compression=Compression.none, op=Average,
+                          process_set=global_process_set, prescale_factor=1.0,
+                          postscale_factor=1.0, name=None, ignore_name_scope=False):
+    """Reducescatters a list of tensors as one unit (one call into libhvd per dtype);
+    returns this rank's block of rows of each reduction (Sum or Average)."""
+    tensors = [tf.convert_to_tensor(t) for t in tensors]
+    if not tensors:
+        return tensors
+    compressed, contexts = zip(*[compression.compress(t) for t in tensors])
+    name = _graph_named("GroupedReducescatter", name, compressed[0])
+
+    @tf.custom_gradient
+    def forward(*xs):
+        def scatter(*arrays):
+            return _grouped_by_dtype(arrays, name, lambda members, group_name:
+                                     collectives.grouped_reducescatter_async(
+                                         members, op, group_name, process_set,
+                                         prescale_factor, postscale_factor))
+        ys = _bridge.run(scatter, xs, [x.dtype for x in xs])
+        ys = [_bridge.with_shape(y, _bridge.rows_shape(x.shape)) for x, y in zip(xs, ys)]
+
+        def grad(*dys):
+            dys = [_reducescatter_grad_scale(dy, op, prescale_factor, postscale_factor,
+                                             process_set) for dy in dys]
+            return grouped_allgather(dys, name=_grad_name(name), process_set=process_set)
+        return ys, grad
+    reduced = forward(*compressed)
+    return [compression.decompress(t, ctx) for t, ctx in zip(reduced, contexts)]
+
+
+def _reducescatter_grad_scale(dy, op, prescale_factor, postscale_factor, process_set):
+    """Horovod's scaling of a reducescatter's gradient before the allgather."""
+    if op == Sum:
+        dy = dy * tf.cast(_process_set(process_set).size(), dy.dtype)
+    if prescale_factor != 1.0:
+        dy = dy * tf.cast(prescale_factor, dy.dtype)
+    if postscale_factor != 1.0:
+        dy = dy * tf.cast(postscale_factor, dy.dtype)
+    return dy
+
+
+# --- join ---------------------------------------------------------------------------
+
+def join():
+    """Tells the other ranks this one has no more data: it takes part, with zeros, in
+    their allreduces until every rank has joined. Returns the last rank to join (an
+    int32 scalar)."""
+    def run_join():
+        return [np.array(basics.join(), dtype=np.int32)]
+    out, = _bridge.run(run_join, [], [tf.int32])
+    return _bridge.with_shape(out, [])
