@@ -314,7 +314,8 @@ def test_elastic_state_syncs_commits_and_restores():
     assert train(state) == 11
     layer = tf.keras.layers.Dense(1, kernel_initializer=tf.keras.initializers.Constant(r))
     model = tf.keras.Sequential([tf.keras.Input((2,)), layer])
-    keras_state = hvd_tf.elastic.TensorFlowKerasState(model, batch=r)
+    keras_state = hvd_tf.elastic.TensorFlowKerasState(model, optimizer=tf.keras.optimizers.SGD(),
+                                                      batch=r)
     keras_state.sync()
     np.testing.assert_array_equal(layer.kernel.numpy(), np.zeros([2, 1]))
     assert keras_state.batch == 0

@@ -48,7 +48,7 @@ def run(function, inputs, output_dtypes):
                 raise
             # The outputs are never read: graph_failure fails first.
             return [np.zeros(0, d.as_numpy_dtype) for d in output_dtypes] + \
-                [np.bytes_(str(error).encode("utf-8", "replace"))]
+                [np.bytes_(f"{type(error).__name__}: {error}".encode("utf-8", "replace"))]
         return results + [np.bytes_(b"")]
     # Each collective waits inside its numpy_function until every rank has submitted
     # it, holding one of TensorFlow's few inter-op threads: in a graph with more

@@ -24,11 +24,16 @@ def hvd_error_in(op_error):
     """The HvdError a graph's collective raised, as an HvdError of its class; None when
     `op_error` did not come from libhvd."""
     message = getattr(op_error, "message", None) or str(op_error)
-    if _HVD_FRAME not in message:
-        return None
     names = _names()
-    pattern = r"^(%s): (.*)$" % "|".join(re.escape(name) for name in names)
-    found = re.search(pattern, message, re.MULTILINE)
+    alternatives = "|".join(re.escape(name) for name in names)
+    # A FailedPrecondition made by _errors.graph_failure: the path read below /dev/null
+    # carries "<class>: <text>", and TensorFlow adds why the read failed.
+    found = re.search(r"/dev/null/(%s): (.*?)(?:; Not a directory)?$" % alternatives, message,
+                      re.MULTILINE)
+    if found is None and _HVD_FRAME not in message:
+        return None
+    if found is None:  # an exception that left the numpy_function: its traceback's text
+        found = re.search(r"^(%s): (.*)$" % alternatives, message, re.MULTILINE)
     if found is None:
         return None
     return errors.error_for(names[found.group(1)], detail=found.group(2))
