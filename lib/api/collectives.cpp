@@ -253,7 +253,7 @@ HVD_API hvd_status_t hvd_wait(hvd_handle_t handle) {
     auto state = handle_table().take(handle);
     if (!state) return fail(unknown_handle("hvd_wait", handle));
     hurry(*state.get());
-    wait_counted(*state.get(), wait_spin_us());
+    wait_counted(*state.get(), kWaitSpinUs);
     if (!state->failed()) return HVD_SUCCESS;  // no Error to build: most waits
     return fail(state->result());
   })

@@ -14,7 +14,7 @@ Error run_blocking(Runtime& rt, std::vector<Request>&& requests) {
   hvd_handle_t handle;
   Error err = enqueue(rt, std::move(requests), &handle);
   if (!err.ok()) return err;
-  return wait_handle(handle, rt.params.spin_us);
+  return wait_handle(handle, kWaitSpinUs);
 }
 
 }  // namespace

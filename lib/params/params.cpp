@@ -71,8 +71,17 @@ const char* auto_choice_names[] = {"auto", "never", "always"};
    [](Params& p, const Value& v) { p.field = v.s; },                              \
    [](const Params& p) { return p.field; }}
 
+struct Section {
+  ParamGroup group;
+  std::vector<ParamDef> defs;
+};
+
+// The registry, in sections by what a user is doing. A knob's description says what it
+// does, and for our own knobs when to set it and what it costs.
 const std::vector<ParamDef>& defs() {
-  static const std::vector<ParamDef> table = {
+  static const std::vector<ParamDef> table = [] {
+    const std::vector<Section> sections = {
+      {ParamGroup::FusionAndCycle, {
       P_BYTES("HOROVOD_FUSION_THRESHOLD", fusion_threshold, "134217728", 0, kNoMax,
               "Largest fused buffer in bytes (K/M/G suffixes accepted); 0 disables fusion"),
       P_DOUBLE("HOROVOD_CYCLE_TIME", cycle_time_ms, 1, 0, 1e6,
@@ -80,17 +89,31 @@ const std::vector<ParamDef>& defs() {
                "new work starts a round at once"),
       P_INT("HOROVOD_CACHE_CAPACITY", cache_capacity, 1024, 0, 1 << 20,
             "Entries of the response cache; 0 disables it. Set, it also holds the cache on (or off) under autotune"),
+      P_BOOL("HOROVOD_DISABLE_GROUP_FUSION", disable_group_fusion, 0,
+             "Do not fuse a grouped allreduce with other tensors"),
+      P_BYTES("HVD_ALLREDUCE_CHUNK_BYTES", allreduce_chunk_bytes,
+              HVD_STRINGIFY(HVD_ALLREDUCE_CHUNK_BYTES_DEFAULT), 4096, kNoMax,
+              "Largest single MPI reduction; bigger buffers are reduced in chunks, and "
+              "allgather, alltoall and reducescatter blocks move in rounds of such chunks. "
+              "The default is per MPI (1 MiB for MPICH, 16 MiB for Open MPI); try 4-16 MiB "
+              "where large allreduces run below the network's bandwidth (hvd-bench)"),
+      P_BYTES("HVD_SPECULATIVE_BYTES", speculative_bytes, "16384", 0, 1 << 30,
+              "A repeated lone allreduce up to this size travels with its negotiation round: "
+              "one round trip instead of two (0: off; the smallest over the ranks). Raise it "
+              "where a loop of lone allreduces (losses, metrics) a little larger is bound by "
+              "latency; a round whose guess misses sends those bytes for nothing"),
+      }},
+      {ParamGroup::Hierarchical, {
       P_BOOL("HOROVOD_HIERARCHICAL_ALLREDUCE", hierarchical_allreduce, 0,
              "Reduce within each node, across nodes, then gather within the node"),
       P_BOOL("HOROVOD_HIERARCHICAL_ALLGATHER", hierarchical_allgather, 0,
              "Gather within each node before exchanging across nodes"),
       P_BOOL("HVD_HIERARCHICAL_CROSS_MPI", hierarchical_cross_mpi, 0,
              "Device hierarchical allreduce: cross nodes with MPI on host copies of the "
-             "shards instead of NCCL"),
-      P_STRING("HOROVOD_TIMELINE", timeline,
-               "Write a Chrome-trace timeline to this file (rank 0)"),
-      P_BOOL("HOROVOD_TIMELINE_MARK_CYCLES", timeline_mark_cycles, 0,
-             "Mark each negotiation round in the timeline"),
+             "shards instead of NCCL. Set it where MPI crosses the nodes faster than NCCL "
+             "does (NCCL on sockets, MPI on RDMA); it costs a device-host copy each way"),
+      }},
+      {ParamGroup::Autotune, {
       P_BOOL("HOROVOD_AUTOTUNE", autotune, 0,
              "Tune fusion threshold, cycle time, algorithms and the response cache online"),
       P_STRING("HOROVOD_AUTOTUNE_LOG", autotune_log, "CSV file of the autotuner's samples"),
@@ -105,10 +128,19 @@ const std::vector<ParamDef>& defs() {
       P_BYTES("HVD_AUTOTUNE_START_FUSION_THRESHOLD", autotune_start_fusion_threshold, "0", 0,
               kNoMax,
               "With autotune and no HOROVOD_FUSION_THRESHOLD: the threshold the job starts "
-              "with and the search starts from (0: the default)"),
+              "with and the search starts from (0: the default). Set it to a value known "
+              "good for the model, so the first samples do not run far from it"),
       P_DOUBLE("HVD_AUTOTUNE_START_CYCLE_TIME", autotune_start_cycle_time_ms, 0, 0, 1e6,
                "With autotune and no HOROVOD_CYCLE_TIME: the cycle time (ms) the job starts "
-               "with and the search starts from (0: the default)"),
+               "with and the search starts from (0: the default); as the threshold above"),
+      }},
+      {ParamGroup::Timeline, {
+      P_STRING("HOROVOD_TIMELINE", timeline,
+               "Write a Chrome-trace timeline to this file (rank 0)"),
+      P_BOOL("HOROVOD_TIMELINE_MARK_CYCLES", timeline_mark_cycles, 0,
+             "Mark each negotiation round in the timeline"),
+      }},
+      {ParamGroup::StallsAndTimeouts, {
       P_DOUBLE("HOROVOD_STALL_CHECK_TIME_SECONDS", stall_check_time_s, 60, 0, 1e9,
                "Warn about tensors some ranks have not submitted after this many seconds"),
       P_DOUBLE("HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", stall_shutdown_time_s, 0, 0, 1e9,
@@ -117,25 +149,33 @@ const std::vector<ParamDef>& defs() {
              "Turn the stall inspector off"),
       P_DOUBLE("HVD_OP_TIMEOUT_SECONDS", op_timeout_s, 600, 0, 1e9,
                "End the job (MPI_Abort, exit status 124) when a collective every rank submitted "
-               "has made no progress (no chunk or piece completed) for this many seconds; 0 never"),
+               "has made no progress (no chunk or piece completed) for this many seconds; 0 "
+               "never. Lower it to free a hung job's nodes sooner; raise it above the longest "
+               "healthy collective (a 10 GB allreduce at 10 Gbit/s takes about 20 s)"),
       P_DOUBLE("HVD_FINALIZE_TIMEOUT_SECONDS", finalize_timeout_s, 30, 0, 1e9,
                "At exit, stop waiting for libhvd's MPI_Finalize after this many seconds (a "
-               "peer or the launcher unreachable) and exit with the process's status; 0 never"),
-      P_INT("HVD_TEST_PROGRESS_DELAY_MS", test_progress_delay_ms, 0, 0, 60000,
-            "For tests, not users: pause this many milliseconds after each chunk of a "
-            "collective, so that it progresses slowly"),
-      P_INT("HVD_EXIT_NOTICE_FD", exit_notice_fd, -1, -1, 1 << 20,
-            "Set by hvdrun's rank monitor, not by users: where this process reports that "
-            "hvd_init began and when it began to exit (-1: none)"),
-      {{"HOROVOD_LOG_LEVEL", ParamType::Choice, "warning",
-        "Least severe messages printed: trace|debug|info|warning|error|fatal|off"},
-       0, 0, "trace|debug|info|warning|error|fatal|off",
-       [](Params& p, const Value& v) { p.log_level = static_cast<LogLevel>(v.i); },
-       [](const Params& p) {
-         return std::string(log_level_names[static_cast<int>(p.log_level)]);
-       }},
+               "peer or the launcher unreachable) and exit with the process's status; 0 "
+               "never. A healthy finalize takes milliseconds"),
+      }},
+      {ParamGroup::AffinityAndThreads, {
       P_STRING("HOROVOD_THREAD_AFFINITY", thread_affinity,
                "Comma-separated core per local rank for the background thread"),
+      {{"HVD_CPU_BIND", ParamType::Choice, "auto",
+        "Bind the process and background thread near its GPU: none|numa|core|auto (auto: "
+        "core when ranks share the node or machine and nothing else placed the process). "
+        "Set none where the scheduler or the application binds threads itself"},
+       0, 0, "none|numa|core|auto",
+       [](Params& p, const Value& v) { p.cpu_bind = static_cast<CpuBind>(v.i); },
+       [](const Params& p) {
+         const char* n[] = {"none", "numa", "core", "auto"};
+         return std::string(n[static_cast<int>(p.cpu_bind)]);
+       }},
+      P_STRING("HVD_TOPOLOGY_XML", topology_xml,
+               "Read the node topology from this hwloc XML file (lstopo --of xml) instead "
+               "of the machine: where hwloc cannot see the machine (containers) or to test "
+               "a placement"),
+      }},
+      {ParamGroup::Gpu, {
       {{"HOROVOD_GPU_OPERATIONS", ParamType::Choice, "auto",
         "Backend for device-memory tensors: auto|NCCL|MPI (MPI stages through host memory)"},
        0, 0, "auto|nccl|mpi",
@@ -144,82 +184,93 @@ const std::vector<ParamDef>& defs() {
          const char* n[] = {"auto", "nccl", "mpi"};
          return std::string(n[static_cast<int>(p.gpu_operations)]);
        }},
-      P_BOOL("HOROVOD_DISABLE_GROUP_FUSION", disable_group_fusion, 0,
-             "Do not fuse a grouped allreduce with other tensors"),
       P_BOOL("HVD_GPU_PINNING", gpu_pinning, 1,
-             "Pick this rank's GPU from the topology and make it current"),
-      {{"HVD_CPU_BIND", ParamType::Choice, "auto",
-        "Bind the process and background thread near its GPU: none|numa|core|auto (auto: "
-        "core when ranks share the node or machine and nothing else placed the process)"},
-       0, 0, "none|numa|core|auto",
-       [](Params& p, const Value& v) { p.cpu_bind = static_cast<CpuBind>(v.i); },
-       [](const Params& p) {
-         const char* n[] = {"none", "numa", "core", "auto"};
-         return std::string(n[static_cast<int>(p.cpu_bind)]);
-       }},
-      P_STRING("HVD_TOPOLOGY_XML", topology_xml,
-               "Read the node topology from this hwloc XML file instead of the machine"),
+             "Pick this rank's GPU from the topology and make it current (0: the "
+             "application picks and sets the device itself)"),
       P_STRING("CUDA_VISIBLE_DEVICES", cuda_visible_devices,
                "Set by the user or the scheduler; GPU pinning picks among these devices"),
-      P_BYTES("HVD_ALLREDUCE_CHUNK_BYTES", allreduce_chunk_bytes,
-              HVD_STRINGIFY(HVD_ALLREDUCE_CHUNK_BYTES_DEFAULT), 4096, kNoMax,
-              "Largest single MPI reduction; bigger buffers are reduced in chunks, and "
-              "allgather, alltoall and reducescatter blocks move in rounds of such chunks (the "
-              "default is per MPI: 1 MiB for MPICH, 16 MiB for Open MPI)"),
-      P_BYTES("HVD_INPLACE_MIN_BYTES", inplace_min_bytes, "262144", 0, kNoMax,
-              "Tensors at least this large are reduced in their own buffer, not copied (alone, "
-              "or in a fused batch's pieces: see HVD_FUSE_LARGE)"),
-      P_AUTO_CHOICE(
-          "HVD_FUSE_LARGE", fuse_large,
-          "Whether host tensors of HVD_INPLACE_MIN_BYTES and more join fused batches, "
-          "reduced in equal pieces in their own memory: auto|never|always (auto: across "
-          "nodes, or where a rank's tensors lie back to back)"),
-      P_AUTO_CHOICE(
-          "HVD_FUSED_RING", fused_ring,
-          "Reduce a fused host allreduce by libhvd's own ring straight from and into the "
-          "tensors, not through the fusion buffer: auto|never|always (auto: batches of 64 "
-          "KiB+ across nodes, a CPU per rank)"),
-      P_AUTO_CHOICE(
-          "HVD_FAR_CORES", far_cores,
-          "Large allreduces go in 16 MiB calls while a node's ranks sit on cores that "
-          "share no cache: auto|never|always (auto: measured by a cache line's round "
-          "trip, above 280 ns)"),
-      P_BYTES("HVD_FUSION_PIECE_BYTES", fusion_piece_bytes, "1048576", 4096, kNoMax,
-              "A fused host allreduce is copied in, reduced and copied out this many "
-              "bytes at a time, so each piece stays in cache between the three"),
-      P_BYTES("HVD_SPECULATIVE_BYTES", speculative_bytes, "16384", 0, 1 << 30,
-              "A repeated lone allreduce up to this size travels with its negotiation round: "
-              "one round trip instead of two (0: off; the smallest over the ranks)"),
-      P_INT("HVD_SPIN_US", spin_us, 50, 0, 1000000,
-            "Microseconds a waiting thread polls before it starts to sleep"),
-      P_INT("HVD_BG_SPIN_US", bg_spin_us, 50, 0, 1000000,
-            "Microseconds the background thread polls for new work after activity before it "
-            "sleeps (0: sleeps at once)"),
-      P_INT("HVD_BURST_GAP_US", burst_gap_us, 50, 0, 1000000,
-            "Microseconds a round waits, again while more requests arrive (at most the "
-            "cycle time), so one round takes a burst of requests whole (0: never)"),
-      P_BOOL("HVD_BURST_CAP_MEASURE", burst_cap_measure, 1,
-             "Judge from measured CPU waits, not only from the placement, whether a round "
-             "may start before a burst ends (0: placement alone)"),
-      P_INT("HVD_POLL_US", poll_us, 200, 1, 1000000,
-            "Longest sleep between polls while an operation is in flight"),
-      P_INT("HVD_IDLE_POLL_MS", idle_poll_ms, 5, 1, 60000,
-            "Sleep between checks for peers' work while this rank is idle"),
-      P_INT("HVD_CACHE_TOGGLE_ROUNDS", cache_toggle_rounds, 0, 0, 1 << 30,
-            "For tests: turn the response cache off and on every this many negotiation "
-            "rounds (0: never; ignored under autotune)"),
+      }},
+      {ParamGroup::LoggingAndSummary, {
+      {{"HOROVOD_LOG_LEVEL", ParamType::Choice, "warning",
+        "Least severe messages printed: trace|debug|info|warning|error|fatal|off"},
+       0, 0, "trace|debug|info|warning|error|fatal|off",
+       [](Params& p, const Value& v) { p.log_level = static_cast<LogLevel>(v.i); },
+       [](const Params& p) {
+         return std::string(log_level_names[static_cast<int>(p.log_level)]);
+       }},
       P_BOOL("HVD_STEP_STATS", step_stats, 1,
              "Step accounting: per step, the time user threads waited on libhvd, "
-             "negotiation, copies, transfers and bandwidth (0: off)"),
+             "negotiation, copies, transfers and bandwidth (0: off, saving a clock read at "
+             "each round's, batch's and blocking wait's start and end)"),
       P_INT("HVD_STEP_STATS_WARMUP", step_stats_warmup, 1, 0, 1 << 30,
             "Steps at the start that step accounting leaves out (the first negotiates every "
-            "name and opens connections)"),
+            "name and opens connections); raise it for models whose first steps compile"),
       P_BOOL("HVD_SUMMARY", summary, 0,
              "At shutdown rank 0 prints the step summary (step time, exposed communication, "
              "bandwidth) to standard error"),
       P_STRING("HVD_SUMMARY_FILE", summary_file,
                "At shutdown rank 0 writes the step summary as JSON to this file"),
-  };
+      }},
+      {ParamGroup::Advanced, {
+      P_BYTES("HVD_INPLACE_MIN_BYTES", inplace_min_bytes, "262144", 0, kNoMax,
+              "Tensors at least this large are reduced in their own buffer, not copied (alone, "
+              "or in a fused batch's pieces: see HVD_FUSE_LARGE). Lower it where copies show "
+              "in the step summary; raising it fuses more tensors at the cost of copies"),
+      P_AUTO_CHOICE(
+          "HVD_FUSE_LARGE", fuse_large,
+          "Whether host tensors of HVD_INPLACE_MIN_BYTES and more join fused batches, "
+          "reduced in equal pieces in their own memory: auto|never|always (auto: across "
+          "nodes, or where a rank's tensors lie back to back). Set never or always only to "
+          "compare, where auto's choice measures slower (hvd-bench)"),
+      P_AUTO_CHOICE(
+          "HVD_FUSED_RING", fused_ring,
+          "Reduce a fused host allreduce by libhvd's own ring straight from and into the "
+          "tensors, not through the fusion buffer: auto|never|always (auto: batches of 64 "
+          "KiB+ across nodes, a CPU per rank). Set never where MPI's own allreduce is "
+          "faster across the nodes (a tuned vendor MPI)"),
+      P_AUTO_CHOICE(
+          "HVD_FAR_CORES", far_cores,
+          "Large allreduces go in 16 MiB calls while a node's ranks sit on cores that "
+          "share no cache: auto|never|always (auto: measured by a cache line's round "
+          "trip, above 280 ns; hvd_get_counters().far_cores shows the choice). Set never or "
+          "always where the measurement misjudges the machine"),
+      P_BYTES("HVD_FUSION_PIECE_BYTES", fusion_piece_bytes, "1048576", 4096, kNoMax,
+              "A fused host allreduce is copied in, reduced and copied out this many "
+              "bytes at a time, so each piece stays in cache between the three: keep it within "
+              "a rank's share of the last-level cache"),
+      P_INT("HVD_BURST_GAP_US", burst_gap_us, 50, 0, 1000000,
+            "Microseconds a round waits, again while more requests arrive (at most the "
+            "cycle time), so one round takes a burst of requests whole (0: never). Raise it "
+            "where the timeline shows one step's tensors split over many rounds; 0 gives "
+            "lone small operations the least latency"),
+      P_INT("HVD_EXIT_NOTICE_FD", exit_notice_fd, -1, -1, 1 << 20,
+            "Set by hvdrun's rank monitor, not by users: where this process reports that "
+            "hvd_init began and when it began to exit (-1: none)"),
+      }},
+      {ParamGroup::TestOnly, {
+      P_INT("HVD_TEST_PROGRESS_DELAY_MS", test_progress_delay_ms, 0, 0, 60000,
+            "For tests, not users: pause this many milliseconds after each chunk of a "
+            "collective, so that it progresses slowly"),
+      P_INT("HVD_CACHE_TOGGLE_ROUNDS", cache_toggle_rounds, 0, 0, 1 << 30,
+            "For tests, not users: turn the response cache off and on every this many "
+            "negotiation rounds (0: never; ignored under autotune)"),
+      P_BOOL("HVD_BURST_CAP_MEASURE", burst_cap_measure, 1,
+             "For tests, not users: 0 leaves to the placement alone, not to measured CPU "
+             "waits as well, whether a round may start before a burst ends"),
+      P_INT("HVD_BG_SPIN_US", bg_spin_us, 50, 0, 1000000,
+            "For tests, not users: microseconds the background thread polls for new work "
+            "after activity before it sleeps (0: sleeps at once, the path where each "
+            "request must wake it)"),
+      }},
+    };
+    std::vector<ParamDef> all;
+    for (const Section& section : sections)
+      for (ParamDef def : section.defs) {
+        def.info.group = section.group;
+        all.push_back(def);
+      }
+    return all;
+  }();
   return table;
 }
 

@@ -80,12 +80,9 @@ struct Params {
   AutoChoice far_cores = AutoChoice::Auto;
   int64_t fusion_piece_bytes = 1ll << 20;
   int64_t speculative_bytes = 16ll << 10;  // see negotiate/speculation.h; agreed at init
-  int64_t spin_us = 50;
-  int64_t bg_spin_us = 50;
+  int64_t bg_spin_us = 50;  // tests: 0 makes the background thread sleep at once
   int64_t burst_gap_us = 50;
-  bool burst_cap_measure = true;
-  int64_t poll_us = 200;
-  int64_t idle_poll_ms = 5;
+  bool burst_cap_measure = true;  // tests: 0 leaves the burst cap to the placement
   int64_t cache_toggle_rounds = 0;  // tests: flip the response cache every N rounds
   bool step_stats = true;           // step accounting (see observe/step_stats.h)
   int64_t step_stats_warmup = 1;    // recorded steps not measured at the start
@@ -95,11 +92,34 @@ struct Params {
 
 enum class ParamType { Bool, Int, Double, Bytes, String, Choice };
 
+// What a user is doing when they reach for a knob; the reference (hvd-info,
+// docs/configuration.md) lists the knobs in these groups, in this order. The last two
+// are not for users: overrides of policies that measure the machine, values set by
+// hvdrun, and knobs that only tests set.
+enum class ParamGroup {
+  FusionAndCycle,
+  Hierarchical,
+  Autotune,
+  Timeline,
+  StallsAndTimeouts,
+  AffinityAndThreads,
+  Gpu,
+  LoggingAndSummary,
+  Advanced,
+  TestOnly,
+};
+constexpr int kParamGroupCount = static_cast<int>(ParamGroup::TestOnly) + 1;
+
+// The group's heading and one sentence on when its knobs matter.
+const char* param_group_title(ParamGroup group);
+const char* param_group_blurb(ParamGroup group);
+
 struct ParamInfo {
   const char* name;
   ParamType type;
   const char* default_text;
   const char* description;
+  ParamGroup group = ParamGroup::FusionAndCycle;  // set by the registry's section
 };
 
 // Function that returns the value of an environment variable or nullptr.
@@ -111,6 +131,16 @@ Params load_params(const EnvLookup& lookup, std::vector<std::string>* warnings);
 
 // The same from the process environment.
 Params load_params_from_env(std::vector<std::string>* warnings);
+
+// Warnings for variables that look like knobs but are not: each name of names with the
+// HVD_ or HOROVOD_ prefix that is no knob and lies within a typo of one ("HVD_FUSED_RNG
+// is not a libhvd knob; did you mean HVD_FUSED_RING?"), and each retired knob (now an
+// internal constant). Names far from every knob (HOROVOD_RANK, HVD_ELASTIC_DRIVER:
+// other programs' variables) pass silently.
+std::vector<std::string> unknown_param_warnings(const std::vector<std::string>& names);
+
+// The same for the process environment's names.
+std::vector<std::string> unknown_env_param_warnings();
 
 // True if the variable is set in the environment (the autotuner holds such knobs fixed).
 bool param_is_set(const char* name);

@@ -4,6 +4,7 @@
 // wait first polls briefly, because the next event usually follows within
 // microseconds, and then sleeps, so an idle job holds no core.
 #include "runtime/background.h"
+#include "runtime/enqueue.h"
 
 #include <time.h>
 
@@ -77,12 +78,12 @@ void BackgroundLoop::wait_for_round() {
       if (rt_.queue.ready()) return;
       std::this_thread::yield();
     }
-    while (!rt_.queue.wait(rt_.params.idle_poll_ms * 1000)) {
+    while (!rt_.queue.wait(kIdlePollUs)) {
     }
     return;
   }
-  const int64_t poll_us = rt_.params.poll_us;
-  const int64_t idle_poll_us = rt_.params.idle_poll_ms * 1000;
+  const int64_t poll_us = kPollUs;
+  const int64_t idle_poll_us = kIdlePollUs;
   const double deadline = last_round_end_ + cycle_time_ms_ * 1e-3;
   // Just after activity the next request usually follows within microseconds (a
   // training step's next tensor, a loop's next call): poll briefly instead of paying
@@ -148,7 +149,7 @@ void BackgroundLoop::wait_for_round() {
 
 Error BackgroundLoop::wait_request(MPI_Request* request) {
   int flag = 0;
-  const double spin_until = now_seconds() + rt_.params.spin_us * 1e-6;
+  const double spin_until = now_seconds() + kWaitSpinUs * 1e-6;
   while (now_seconds() < spin_until) {
     MPI_Test(request, &flag, MPI_STATUS_IGNORE);
     if (flag) return Error::success();
@@ -159,7 +160,7 @@ Error BackgroundLoop::wait_request(MPI_Request* request) {
     if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Test");
     if (flag) return Error::success();
     sleep_us(nap);
-    nap = std::min<int64_t>(nap * 2, rt_.params.poll_us);
+    nap = std::min<int64_t>(nap * 2, kPollUs);
   }
 }
 

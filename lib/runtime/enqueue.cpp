@@ -66,13 +66,6 @@ bool enqueue_repeat(Runtime& rt, std::string_view name, const RepeatCall& call, 
   return true;
 }
 
-namespace {
-std::atomic<int64_t> g_wait_spin_us{0};
-}  // namespace
-
-void set_wait_spin_us(int64_t spin_us) { g_wait_spin_us.store(spin_us, std::memory_order_relaxed); }
-int64_t wait_spin_us() { return g_wait_spin_us.load(std::memory_order_relaxed); }
-
 void hurry(const HandleState& state) {
   if (state.done()) return;
   // The runtime, if any, is the one that queued it (a handle of an earlier one was

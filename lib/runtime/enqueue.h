@@ -27,10 +27,10 @@ std::string take_name_storage();
 // waited for afterwards, and reports HVD_ERR_SHUT_DOWN.
 HandleTable& handle_table();
 
-// HVD_SPIN_US of the last initialization, for hvd_wait (which may run without a
-// runtime: a handle failed by shutdown).
-void set_wait_spin_us(int64_t spin_us);
-int64_t wait_spin_us();
+// Microseconds a thread waiting on an operation (and the background thread waiting on
+// an MPI request) polls before it sleeps: most small operations complete within it,
+// and a sleep and wake-up cost more. Was HVD_SPIN_US, never worth changing.
+constexpr int64_t kWaitSpinUs = 50;
 
 // Before a caller blocks on an operation: if it is still queued, the background thread
 // stops waiting for the rest of a burst (the caller's burst is over) and takes it now.

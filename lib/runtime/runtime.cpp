@@ -351,8 +351,16 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
     rt->free_comms();
     return err;
   }
-  if (rt->rank == 0)
+  if (rt->rank == 0) {
     for (const std::string& w : warnings) HVD_LOG(Warning, "%s", w.c_str());
+    // A misspelt knob (HVD_FUSED_RNG) is named once per process: a re-initialization
+    // (elastic generations) reads the same environment. g_lifecycle_mutex is held.
+    static bool unknown_knobs_reported = false;
+    if (!unknown_knobs_reported) {
+      unknown_knobs_reported = true;
+      for (const std::string& w : unknown_env_param_warnings()) HVD_LOG(Warning, "%s", w.c_str());
+    }
+  }
 
   // Placement problems (an unreadable topology file, a binding not allowed) are
   // reported and the job runs unpinned rather than failing.
@@ -410,7 +418,6 @@ Error runtime_init(MPI_Comm comm, const std::vector<std::vector<int>>& static_se
     std::lock_guard<SpinLock> lock(g_runtime_lock);
     g_runtime = rt;
   }
-  set_wait_spin_us(rt->params.spin_us);
   return Error::success();
 }
 

@@ -35,6 +35,40 @@ static void before_init(void** state) {
   assert_int_equal(hvd_mpi_built(), 1);
 }
 
+/* A misspelt knob is named at init with the knob it likely meant, by rank 0 and once
+ * per process, however often libhvd is initialized again. The first test to initialize
+ * libhvd in this process: the check is made at the first initialization. */
+static void a_misspelt_knob_is_named_once(void** state) {
+  (void)state;
+  setenv("HVD_FUSED_RNG", "1", 1);
+  fflush(stderr);
+  FILE* captured = tmpfile();
+  assert_non_null(captured);
+  int saved_stderr = dup(2);
+  dup2(fileno(captured), 2);
+  for (int round = 0; round < 2; ++round) {
+    assert_hvd_ok(hvd_init());
+    assert_hvd_ok(hvd_shutdown());
+  }
+  fflush(stderr);
+  dup2(saved_stderr, 2);
+  close(saved_stderr);
+  unsetenv("HVD_FUSED_RNG");
+
+  char text[8192] = {0};
+  rewind(captured);
+  size_t n = fread(text, 1, sizeof text - 1, captured);
+  fclose(captured);
+  text[n] = 0;
+  fputs(text, stderr); /* what libhvd printed, for the log */
+  int named = 0;
+  for (const char* at = text; (at = strstr(at, "HVD_FUSED_RNG")) != NULL; at += 1) {
+    assert_non_null(strstr(at, "did you mean HVD_FUSED_RING?"));
+    ++named;
+  }
+  assert_int_equal(named, tu_launcher_rank() == 0 ? 1 : 0);
+}
+
 static void init_is_idempotent_and_reinit_works(void** state) {
   (void)state;
   for (int round = 0; round < 3; ++round) {
@@ -177,6 +211,7 @@ int main(int argc, char** argv) {
   int failed = cmocka_run_group_tests_name("lifecycle.before_init", before, NULL, NULL);
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(a_misspelt_knob_is_named_once),
       cmocka_unit_test(init_is_idempotent_and_reinit_works),
       cmocka_unit_test(the_background_thread_is_named),
       cmocka_unit_test(shutdown_completes_pending_handles),

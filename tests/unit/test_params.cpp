@@ -168,6 +168,49 @@ void pin_options_from_params(void**) {
   unsetenv("CUDA_VISIBLE_DEVICES");
 }
 
+// A set variable that is no knob but a typo away from one is named with the knob it
+// likely meant; a retired knob is said to be no longer read; knobs, and other programs'
+// variables far from every knob, pass silently.
+void unknown_knobs_name_the_nearest(void**) {
+  std::vector<std::string> w = unknown_param_warnings({"HVD_FUSED_RNG"});
+  assert_int_equal(w.size(), 1);
+  assert_non_null(strstr(w[0].c_str(), "HVD_FUSED_RNG"));
+  assert_non_null(strstr(w[0].c_str(), "did you mean HVD_FUSED_RING?"));
+
+  w = unknown_param_warnings({"HOROVOD_FUSION_TRESHOLD", "HVD_OP_TIMEOUT_SECOND"});
+  assert_int_equal(w.size(), 2);
+  assert_non_null(strstr(w[0].c_str(), "HOROVOD_FUSION_THRESHOLD"));
+  assert_non_null(strstr(w[1].c_str(), "HVD_OP_TIMEOUT_SECONDS"));
+
+  w = unknown_param_warnings({"HVD_POLL_US"});
+  assert_int_equal(w.size(), 1);
+  assert_non_null(strstr(w[0].c_str(), "HVD_POLL_US is no longer read"));
+
+  std::vector<std::string> silent = {"HVD_FUSED_RING", "HOROVOD_CYCLE_TIME", "HOROVOD_RANK",
+                                     "HOROVOD_CPU_OPERATIONS", "HVD_ELASTIC_DRIVER",
+                                     "HVD_LIBRARY", "HVD_TEST_TIMEOUT_MULTIPLIER", "PATH",
+                                     "FUSED_RNG"};
+  for (const ParamInfo& info : param_registry()) silent.push_back(info.name);
+  assert_int_equal(unknown_param_warnings(silent).size(), 0);
+}
+
+// The registry lists the knobs group by group, in ParamGroup's order (the reference
+// prints a heading where the group changes), and every knob in the tests' group says so.
+void knobs_are_grouped(void**) {
+  int last = -1;
+  int groups_seen = 0;
+  for (const ParamInfo& info : param_registry()) {
+    int group = static_cast<int>(info.group);
+    assert_true(group >= last);
+    if (group != last) ++groups_seen;
+    last = group;
+    assert_true(std::strlen(param_group_title(info.group)) > 0);
+    if (info.group == ParamGroup::TestOnly)
+      assert_non_null(strstr(info.description, "For tests, not users"));
+  }
+  assert_int_equal(groups_seen, kParamGroupCount);
+}
+
 }  // namespace
 
 int main() {
@@ -178,6 +221,8 @@ int main() {
       cmocka_unit_test(byte_sizes),
       cmocka_unit_test(ranges_are_enforced),
       cmocka_unit_test(pin_options_from_params),
+      cmocka_unit_test(unknown_knobs_name_the_nearest),
+      cmocka_unit_test(knobs_are_grouped),
   };
   return cmocka_run_group_tests_name("params", tests, nullptr, nullptr);
 }

@@ -40,7 +40,15 @@ std::string knobs_text() {
   const hvd::Params params = hvd::load_params_from_env(&warnings);
   std::string out;
   for (const std::string& w : warnings) std::fprintf(stderr, "hvd-info: warning: %s\n", w.c_str());
+  for (const std::string& w : hvd::unknown_env_param_warnings())
+    std::fprintf(stderr, "hvd-info: warning: %s\n", w.c_str());
+  const hvd::ParamInfo* previous = nullptr;
   for (const hvd::ParamInfo& info : hvd::param_registry()) {
+    if (!previous || previous->group != info.group) {
+      out += std::string("## ") + hvd::param_group_title(info.group) + ": " +
+             hvd::param_group_blurb(info.group) + "\n\n";
+    }
+    previous = &info;
     std::string value;
     hvd::param_value_text(params, info.name, &value);
     out += std::string("# ") + info.description + "\n";
@@ -52,10 +60,18 @@ std::string knobs_text() {
 }
 
 std::string knobs_markdown() {
-  std::string out =
-      "| variable | type | default | rank 0's | meaning |\n"
-      "| --- | --- | --- | --- | --- |\n";
+  std::string out;
+  const hvd::ParamInfo* previous = nullptr;
   for (const hvd::ParamInfo& info : hvd::param_registry()) {
+    // The registry lists the knobs group by group: a heading and a table for each.
+    if (!previous || previous->group != info.group) {
+      if (previous) out += "\n";
+      out += std::string("### ") + hvd::param_group_title(info.group) + "\n\n" +
+             hvd::param_group_blurb(info.group) + "\n\n" +
+             "| variable | type | default | rank 0's | meaning |\n"
+             "| --- | --- | --- | --- | --- |\n";
+    }
+    previous = &info;
     std::string meaning = info.description;
     // A '|' inside a table cell ends it: the choices are written a|b|c.
     std::string escaped;
