@@ -75,9 +75,19 @@ void lost_node_named_from_observations(void**) {
   auto lost = find_lost_nodes(hydra, {1}, hosts, ranks, {});
   assert_int_equal(lost.size(), 1);
   assert_string_equal(describe_lost_nodes(lost).c_str(), "host n1 was lost (ranks 2,3)");
-  // Every proxy ended before the launcher, or none seen: no node is named.
+  // Every proxy ended before the launcher, or none seen, and no rank said a word: no
+  // node is named.
   assert_true(find_lost_nodes(hydra, {0, 1}, hosts, ranks, {}).empty());
   assert_true(find_lost_nodes(hydra, {}, hosts, ranks, {}).empty());
+  // ... but the one host whose ranks said nothing while another's did is named.
+  lost = find_lost_nodes(hydra, {0, 1}, hosts, ranks, {0});
+  assert_string_equal(describe_lost_nodes(lost).c_str(), "host n1 was lost (ranks 2,3)");
+  lost = find_lost_nodes(hydra, {}, hosts, ranks, {1});
+  assert_string_equal(describe_lost_nodes(lost).c_str(), "host n1 was lost (ranks 2,3)");
+  // Two silent hosts of three: no telling which.
+  const HostList three = hosts_of({{"n0", 1}, {"n1", 1}, {"n2", 1}});
+  const auto ranks3 = planned_ranks_by_host(three, 3, MpiFlavor::Mpich, false);
+  assert_true(find_lost_nodes(hydra, {}, three, ranks3, {0}).empty());
   // A rank of that host reported its exit: it did not vanish.
   assert_true(find_lost_nodes(hydra, {1}, hosts, ranks, {3}).empty());
   // Nothing from the launcher: no loss, whatever ended.

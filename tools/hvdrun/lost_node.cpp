@@ -197,13 +197,28 @@ std::vector<LostNode> find_lost_nodes(const LauncherLossLines& lines, const std:
     while (h < hosts.size() && hosts[h].host != *lines.named_node()) ++h;
     if (h == hosts.size()) return {LostNode{*lines.named_node(), {}}};
     lost_hosts.push_back(h);
-  } else {
-    // Every proxy ended first: the launcher was not reacting to one of them.
-    if (proxies_ended_first.empty() || proxies_ended_first.size() >= served.size()) return {};
+  } else if (!proxies_ended_first.empty() && proxies_ended_first.size() < served.size()) {
     for (int id : proxies_ended_first) {
       if (id < 0 || static_cast<size_t>(id) >= served.size()) return {};
       lost_hosts.push_back(served[static_cast<size_t>(id)]);
     }
+  } else {
+    // No proxy, or every one, was seen to end first (the launcher ended the others
+    // before hvdrun looked): the one host none of whose ranks said a word, while ranks
+    // of other hosts did, is the lost one. Anything less clear names nobody.
+    if (ranks_by_host.empty()) return {};
+    std::vector<size_t> silent;
+    bool others_spoke = false;
+    for (size_t h : served) {
+      bool spoke = false;
+      for (int r : ranks_by_host[h]) spoke = spoke || ranks_reported.count(r) > 0;
+      if (spoke)
+        others_spoke = true;
+      else
+        silent.push_back(h);
+    }
+    if (silent.size() != 1 || !others_spoke) return {};
+    lost_hosts.push_back(silent[0]);
   }
   for (size_t h : lost_hosts) {
     LostNode node{hosts[h].host, {}};
