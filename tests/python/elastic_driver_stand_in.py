@@ -60,9 +60,8 @@ def launch(worker, out, generation, state_dirs, listener=None, worker_args=(), e
     if listener is not None:
         environment.update(HVD_ELASTIC_DRIVER=listener.address, HVD_ELASTIC_TOKEN=TOKEN)
     environment.update(env or {})
+    # The project's mpiexec wrapper lets Open MPI oversubscribe already.
     command = [MPIEXEC, "-n", str(len(state_dirs))]
-    if os.environ.get("HVD_TEST_MPI_FLAVOR") == "openmpi":
-        command.append("--oversubscribe")
     command += [sys.executable, worker, str(out)] + list(worker_args)
     return subprocess.run(command, env=environment, capture_output=True, text=True,
                           timeout=LAUNCH_TIMEOUT_S)
