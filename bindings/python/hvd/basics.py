@@ -484,3 +484,12 @@ def reducescatter_rows(dim0, set_rank, set_size):
         raise ValueError(f"reducescatter_rows: invalid arguments ({dim0}, {set_rank}, "
                          f"{set_size})")
     return rows
+
+
+def predivide_scales(op, gradient_predivide_factor):
+    """(prescale, postscale) of a distributed optimizer's or tape's reduction: with
+    Average, gradient_predivide_factor splits the averaging around the sum, as Horovod
+    does (libhvd divides by the size for Average itself); other ops are not scaled."""
+    if op == Average:
+        return 1.0 / gradient_predivide_factor, gradient_predivide_factor
+    return 1.0, 1.0

@@ -8,7 +8,7 @@ A model saved with it loads without libhvd as the plain optimizer.
 """
 import keras
 
-from ..basics import Average, Sum, global_process_set
+from ..basics import Average, Sum, global_process_set, predivide_scales
 from . import _backend
 from .compression import Compression
 
@@ -22,9 +22,7 @@ class _Settings:
         self.compression = compression
         self.sparse_as_dense = sparse_as_dense
         self.op = op
-        # Average split around the sum (libhvd divides by the size for Average too).
-        self.prescale = 1.0 / gradient_predivide_factor if op == Average else 1.0
-        self.postscale = gradient_predivide_factor if op == Average else 1.0
+        self.prescale, self.postscale = predivide_scales(op, gradient_predivide_factor)
         self.backward_passes_per_step = backward_passes_per_step
         self.average_aggregated_gradients = average_aggregated_gradients
         self.groups = groups

@@ -10,7 +10,7 @@ dtype); tf.IndexedSlices are allgathered, or densified with sparse_as_dense=True
 """
 import tensorflow as tf
 
-from ..basics import Adasum, Average, Sum, global_process_set
+from ..basics import Adasum, Average, Sum, global_process_set, predivide_scales
 from .compression import Compression
 from .mpi_ops import grouped_allreduce
 
@@ -32,12 +32,7 @@ class _DistributedGradientTape:
         self._compression = compression
         self._sparse_as_dense = sparse_as_dense
         self._op = op
-        # Average split around the sum (libhvd divides by the size for Average too).
-        if op == Average:
-            self._prescale = 1.0 / gradient_predivide_factor
-            self._postscale = gradient_predivide_factor
-        else:
-            self._prescale = self._postscale = 1.0
+        self._prescale, self._postscale = predivide_scales(op, gradient_predivide_factor)
         self.process_set = process_set
         self.scale_local_gradients = scale_local_gradients
         self._local_sources = {}

@@ -8,7 +8,7 @@ horovod.tensorflow.keras.
 """
 import tensorflow as tf
 
-from ..basics import Adasum, Average, global_process_set
+from ..basics import Adasum, Average, global_process_set, predivide_scales
 from .compression import Compression
 from .gradient_tape import source_key
 from .mpi_ops import grouped_allreduce
@@ -31,12 +31,7 @@ class _DistributedOptimizer(_LegacyOptimizer):
         self._compression = compression
         self._sparse_as_dense = sparse_as_dense
         self._op = op
-        # Average split around the sum, as Horovod does (libhvd divides by the size).
-        if op == Average:
-            self._prescale = 1.0 / gradient_predivide_factor
-            self._postscale = gradient_predivide_factor
-        else:
-            self._prescale = self._postscale = 1.0
+        self._prescale, self._postscale = predivide_scales(op, gradient_predivide_factor)
         self.process_set = process_set
         self.scale_local_gradients = scale_local_gradients
         self._local_vars = {}
