@@ -90,6 +90,9 @@ def test_modules_horovod_users_import():
         assert issubclass(HorovodVersionMismatchError, ImportError)
         assert HostsUpdatedInterrupt(True).skip_sync
         assert HorovodBasics().mpi_built()
+        assert hvd.mpi_ops is m and hvd.mpi_ops._basics.mpi_built()
+        assert str(ProcessSet([1, 0])) == \
+            "ProcessSet(process_set_id=None, ranks=[0, 1], mpi_comm=None)"
         os.environ.pop('HVD_TEST_VAR', None)
         with env(HVD_TEST_VAR=5):
             assert os.environ['HVD_TEST_VAR'] == '5'

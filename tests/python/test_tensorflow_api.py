@@ -191,6 +191,44 @@ def test_process_sets_from_tensorflow(mode):
         hvd_tf.remove_process_set(evens)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_an_unknown_process_set_is_refused_while_the_op_is_built(mode):
+    """ValueError when the operation is made, as Horovod's, also in a TF1 graph where
+    the collective itself would only run (and fail) in session.run()."""
+    unknown = hvd_tf.ProcessSet([0])
+    unknown.process_set_id = 4321
+    unregistered = hvd_tf.ProcessSet([0])
+    for process_set in (unknown, unregistered):
+        for build in (lambda: hvd_tf.allreduce(tf.ones([2]), process_set=process_set),
+                      lambda: hvd_tf.allgather(tf.ones([2]), process_set=process_set),
+                      lambda: hvd_tf.broadcast(tf.ones([2]), 0, process_set=process_set)):
+            with pytest.raises(ValueError):
+                run(mode, build)
+
+
+def test_a_rank_outside_the_tapes_process_set_keeps_its_own_gradient():
+    """Horovod's rule: gradients are reduced only by the set's members (and only when
+    the set has more than one); any other rank trains on its own gradient."""
+    r, n = ranks()
+    last = hvd_tf.add_process_set([n - 1])
+    evens = hvd_tf.add_process_set([q for q in range(n) if q % 2 == 0])
+    try:
+        x = tf.constant(float(r))
+        for process_set in (last, evens):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = x * x
+            grad, = hvd_tf.DistributedGradientTape(tape, process_set=process_set).gradient(
+                y, [x])
+            members = process_set.ranks
+            expected = (2.0 * sum(members) / len(members)
+                        if r in members and len(members) > 1 else 2.0 * r)
+            assert grad.numpy() == pytest.approx(expected)
+    finally:
+        hvd_tf.remove_process_set(evens)
+        hvd_tf.remove_process_set(last)
+
+
 # --- gradient tapes and optimizers --------------------------------------------------
 
 def test_partial_distributed_gradient_tape_keeps_local_layers_local():

@@ -82,7 +82,10 @@ class ProcessSet:
         return lib.hvd_process_set_included(self._id()) == 1
 
     def __repr__(self):
-        return f"ProcessSet(process_set_id={self.process_set_id}, ranks={self.ranks})"
+        # Horovod's form, mpi_comm included (a set made from a communicator is not
+        # kept as one: its ranks are what libhvd holds).
+        return (f"ProcessSet(process_set_id={self.process_set_id}, ranks={self.ranks}, "
+                "mpi_comm=None)")
 
 
 class _GlobalProcessSet(ProcessSet):
@@ -96,8 +99,6 @@ class _GlobalProcessSet(ProcessSet):
         n = lib.hvd_size()
         return list(range(n)) if n > 0 else []
 
-    def __repr__(self):
-        return "global_process_set"
 
 
 global_process_set = _GlobalProcessSet()
@@ -493,3 +494,10 @@ def predivide_scales(op, gradient_predivide_factor):
     if op == Average:
         return 1.0 / gradient_predivide_factor, gradient_predivide_factor
     return 1.0, 1.0
+
+
+def reduces_gradients(process_set):
+    """Whether a distributed optimizer's or tape's gradients are reduced on this rank:
+    it is a member of `process_set` and the set has more than one rank. Otherwise they
+    pass through unchanged, as in Horovod (a rank outside the set trains on its own)."""
+    return process_set.included() and process_set.size() > 1

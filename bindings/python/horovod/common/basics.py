@@ -1,4 +1,5 @@
 """horovod.common.basics on libhvd: the framework-independent calls."""
+from hvd.basics import process_set_ids, process_set_ranks
 from hvd.basics import (ccl_built, cross_rank, cross_size, cuda_built,  # noqa: F401
                         ddl_built, gloo_built, gloo_enabled, gpu_device, init,
                         is_homogeneous, is_initialized, local_rank, local_size, mpi_built,
@@ -17,3 +18,9 @@ class HorovodBasics:
                      "gloo_enabled", "ddl_built", "ccl_built", "rocm_built",
                      "mpi_threads_supported", "start_timeline", "stop_timeline"):
             setattr(self, name, globals()[name])
+
+    @staticmethod
+    def _get_process_set_ids_and_ranks():
+        """{process set id: its global ranks} of every registered set (Horovod's
+        internal call, which its tests use to check what init registered)."""
+        return {set_id: process_set_ranks(set_id) for set_id in process_set_ids()}

@@ -4,3 +4,7 @@ from hvd.torch import (Adasum, Average, Max, Min, Product, ProcessSet, Sum,  # n
                        global_process_set)
 from hvd.torch.mpi_ops import *  # noqa: F401,F403
 from hvd.torch.mpi_ops import SparseHandle  # noqa: F401
+from horovod.common.basics import HorovodBasics as _HorovodBasics
+
+# Horovod's module-level basics object, which its tests reach into.
+_basics = _HorovodBasics()

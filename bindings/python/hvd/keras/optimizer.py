@@ -8,7 +8,7 @@ A model saved with it loads without libhvd as the plain optimizer.
 """
 import keras
 
-from ..basics import Average, Sum, global_process_set, predivide_scales
+from ..basics import Average, Sum, global_process_set, predivide_scales, reduces_gradients
 from . import _backend
 from .compression import Compression
 
@@ -159,6 +159,8 @@ class _DistributedOptimizer:
         grads = list(grads)
         to_reduce = [i for i, (g, v) in enumerate(zip(grads, variables))
                      if g is not None and not (local and local.holds(v))]
+        if not reduces_gradients(settings.process_set):
+            to_reduce = []
         for group in _groups(to_reduce, variables, settings.groups):
             tensors, contexts = [], []
             for i in group:

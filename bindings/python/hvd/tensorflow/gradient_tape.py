@@ -10,7 +10,8 @@ dtype); tf.IndexedSlices are allgathered, or densified with sparse_as_dense=True
 """
 import tensorflow as tf
 
-from ..basics import Adasum, Average, Sum, global_process_set, predivide_scales
+from ..basics import (Adasum, Average, Sum, global_process_set, predivide_scales,
+                      reduces_gradients)
 from .compression import Compression
 from .mpi_ops import grouped_allreduce
 
@@ -60,6 +61,8 @@ class _DistributedGradientTape:
         flat_grads = list(tf.nest.flatten(grads))
         reduce_at = [i for i, (s, g) in enumerate(zip(flat_sources, flat_grads))
                      if g is not None and not self._is_local(s)]
+        if not reduces_gradients(self.process_set):
+            reduce_at = []
         to_reduce = [flat_grads[i] for i in reduce_at]
         if self._sparse_as_dense:
             to_reduce = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g

@@ -42,6 +42,16 @@ def _process_set(process_set):
     return global_process_set if process_set is None else process_set
 
 
+def _known(process_set):
+    """`process_set`, checked while the operation is built: a set that is not
+    registered, or that libhvd does not know, is Horovod's ValueError then rather than
+    an error when a graph runs."""
+    if isinstance(process_set, basics.ProcessSet) and process_set is not global_process_set:
+        process_set._id()  # ValueError when never registered
+        process_set.size()  # ValueError when libhvd does not know it
+    return process_set
+
+
 # --- allreduce ----------------------------------------------------------------------
 
 def _dense_allreduce(tensor, op, prescale_factor, postscale_factor, name, process_set):
@@ -83,6 +93,7 @@ def allreduce(tensor, average=None, device_dense='', device_sparse='',
     allgathered instead (values and indices). op: Average (default), Sum, Min, Max,
     Product, Adasum. Device arguments are accepted for Horovod's signature: the
     reduction runs on host memory."""
+    process_set = _known(process_set)
     op = _op(op, average)
     if isinstance(tensor, tf.IndexedSlices):
         return _sparse_allreduce(tensor, op, prescale_factor, postscale_factor, process_set)
@@ -146,6 +157,7 @@ def grouped_allreduce(tensors, average=None, device_dense='', device_sparse='',
                       ignore_name_scope=False):
     """Allreduces a list of tensors as one unit: one call into libhvd (one grouped
     operation per dtype) for all dense tensors; tf.IndexedSlices are allgathered."""
+    process_set = _known(process_set)
     op = _op(op, average)
     tensors = list(tensors)
     results = [None] * len(tensors)
@@ -172,6 +184,7 @@ def grouped_allreduce(tensors, average=None, device_dense='', device_sparse='',
 def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_process_set):
     """Concatenation of every rank's tensor along the first dimension, in rank order
     (first dimensions may differ between ranks)."""
+    process_set = _known(process_set)
     tensor = tf.convert_to_tensor(tensor)
     name = _graph_named("Allgather", name, tensor)
 
@@ -203,6 +216,7 @@ def grouped_allgather(tensors, name=None, ignore_name_scope=False,
                       process_set=global_process_set):
     """Allgathers a list of tensors as one unit (one call into libhvd per dtype); each
     result is the concatenation of every rank's tensor, first dimensions may differ."""
+    process_set = _known(process_set)
     tensors = [tf.convert_to_tensor(t) for t in tensors]
     if not tensors:
         return []
@@ -246,6 +260,7 @@ def _grouped_allgather_grad(xs, dys, name, process_set):
 def broadcast(tensor, root_rank, name=None, ignore_name_scope=False,
               process_set=global_process_set):
     """root_rank's tensor (a global rank, as in Horovod) on every rank."""
+    process_set = _known(process_set)
     tensor = tf.convert_to_tensor(tensor)
     name = _graph_named("Broadcast", name, tensor)
 
@@ -267,6 +282,7 @@ def broadcast(tensor, root_rank, name=None, ignore_name_scope=False,
 def grouped_broadcast(tensors, root_rank, name=None, process_set=global_process_set):
     """root_rank's tensors on every rank, all in one call into libhvd (no gradient:
     for assigning variables). Member i is named "<name>.<i>"."""
+    process_set = _known(process_set)
     tensors = [tf.convert_to_tensor(t) for t in tensors]
     if not tensors:
         return []
@@ -294,6 +310,7 @@ def broadcast_(variables, root_rank, name=None, process_set=global_process_set):
     """Assigns root_rank's values to `variables` (tf.Variable, resource or TF1
     reference variables) on every rank, all in one call into libhvd; returns their
     values once assigned, as Horovod does."""
+    process_set = _known(process_set)
     variables = list(variables)
     values = grouped_broadcast([read_variable(v) for v in variables], root_rank, name=name,
                                process_set=process_set)
@@ -310,6 +327,7 @@ def alltoall(tensor, splits=None, name=None, ignore_name_scope=False,
              process_set=global_process_set):
     """Sends splits[r] rows (an even split when None) to rank r. Returns the received
     rows, and with `splits` given also the received splits (int32), as Horovod does."""
+    process_set = _known(process_set)
     tensor = tf.convert_to_tensor(tensor)
     name = _graph_named("Alltoall", name, tensor)
     splits_tensor = None if splits is None else tf.cast(tf.convert_to_tensor(splits),
@@ -341,6 +359,7 @@ def reducescatter(tensor, device_dense='', compression=Compression.none, op=Aver
                   name=None, process_set=global_process_set, ignore_name_scope=False,
                   prescale_factor=1.0, postscale_factor=1.0):
     """Reduces over the ranks (Sum or Average) and returns this rank's block of rows."""
+    process_set = _known(process_set)
     tensor = tf.convert_to_tensor(tensor)
     name = _graph_named("Reducescatter", name, tensor)
     compressed, ctx = compression.compress(tensor)
@@ -366,6 +385,7 @@ def grouped_reducescatter(tensors, device_dense='', compression=Compression.none
                           postscale_factor=1.0, name=None, ignore_name_scope=False):
     """Reducescatters a list of tensors as one unit (one call into libhvd per dtype);
     returns this rank's block of rows of each reduction (Sum or Average)."""
+    process_set = _known(process_set)
     tensors = [tf.convert_to_tensor(t) for t in tensors]
     if not tensors:
         return tensors

@@ -8,7 +8,8 @@ horovod.tensorflow.keras.
 """
 import tensorflow as tf
 
-from ..basics import Adasum, Average, global_process_set, predivide_scales
+from ..basics import (Adasum, Average, global_process_set, predivide_scales,
+                      reduces_gradients)
 from .compression import Compression
 from .gradient_tape import source_key
 from .mpi_ops import grouped_allreduce
@@ -46,6 +47,8 @@ class _DistributedOptimizer(_LegacyOptimizer):
         pairs = self._optimizer.compute_gradients(*args, **kwargs)
         reduce_at = [i for i, (g, v) in enumerate(pairs)
                      if g is not None and source_key(v) not in self._local_vars]
+        if not reduces_gradients(self.process_set):
+            reduce_at = []
         to_reduce = [pairs[i][0] for i in reduce_at]
         if self._sparse_as_dense:
             to_reduce = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
