@@ -310,6 +310,10 @@ def test_horovod_keras_modules_are_hvd_keras():
     assert hk_callbacks.MetricAverageCallback is hvd_keras.callbacks.MetricAverageCallback
     import horovod.keras.elastic as hk_elastic
     assert hk_elastic.KerasState is hvd_keras.elastic.KerasState
+    # Horovod's Keras examples pass compile() a TF <= 2.15 argument Keras 3 refuses.
+    model = keras.Sequential([keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse", experimental_run_tf_function=False)
+    assert model.compiled
     if BACKEND == "tensorflow":
         import horovod.tensorflow.keras as htk
         assert htk.DistributedOptimizer is hvd_keras.DistributedOptimizer

@@ -6,6 +6,9 @@ from hvd.keras import (Compression, DistributedOptimizer, HorovodInternalError, 
                        global_process_set, load_model)
 
 from . import callbacks, elastic  # noqa: F401,E402 - as Horovod's
+from .. import _keras_compat
+_keras_compat.callable_optimizer_variables()  # opt.variables(), as Horovod's examples call it
+_keras_compat.compile_accepts_run_tf_function()  # compile(experimental_run_tf_function=)
 
 
 def __getattr__(name):
