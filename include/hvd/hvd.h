@@ -613,8 +613,12 @@ HVD_API int hvd_cuda_built(void);
 HVD_API int hvd_nccl_built(void);
 HVD_API int hvd_hwloc_built(void);
 
-/* The NCCL library's version code (MAJOR * 10000 + MINOR * 100 + PATCH for NCCL 2.9
- * and later, e.g. 21805) when the library was built with NCCL, else 0. */
+/* NCCL's version code (MAJOR * 10000 + MINOR * 100 + PATCH for NCCL 2.9 and later,
+ * e.g. 21805) when the library was built with NCCL, else 0: the version of the NCCL
+ * in the process (the one libhvd loaded, or one another library loaded), else of the
+ * NCCL headers libhvd was built with. libhvd links no NCCL: it loads one at the first
+ * GPU collective (an NCCL already in the process, else HVD_NCCL_LIBRARY, else
+ * libnccl.so.2), and this call never loads it. */
 HVD_API int hvd_nccl_version(void);
 
 /* Name of the MPI library the runtime is linked with, e.g. "MPICH 4.0.2". */

@@ -184,6 +184,10 @@ const std::vector<ParamDef>& defs() {
          const char* n[] = {"auto", "nccl", "mpi"};
          return std::string(n[static_cast<int>(p.gpu_operations)]);
        }},
+      P_STRING("HVD_NCCL_LIBRARY", nccl_library,
+               "Path of the NCCL library (libnccl.so.2) to load at the first GPU collective "
+               "when no NCCL is loaded in the process yet (a framework's NCCL, once loaded, "
+               "is used instead). Unset: libnccl.so.2 where the dynamic linker finds it"),
       P_BOOL("HVD_GPU_PINNING", gpu_pinning, 1,
              "Pick this rank's GPU from the topology and make it current (0: the "
              "application picks and sets the device itself)"),

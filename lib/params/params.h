@@ -62,6 +62,7 @@ struct Params {
   LogLevel log_level = LogLevel::Warning;
   std::string thread_affinity;
   GpuOperations gpu_operations = GpuOperations::Auto;
+  std::string nccl_library;  // "": NCCL by its soname (ops/nccl/nccl_loader.h)
   bool disable_group_fusion = false;
   bool gpu_pinning = true;
   CpuBind cpu_bind = CpuBind::Auto;

@@ -132,10 +132,12 @@ void BackgroundLoop::start_device() {
                                                              : rt_.pin.notes) + ")");
     return;
   }
-  Error err = DeviceEngine::create(rt_.gpu_device, rt_.params.gpu_operations, &host_,
-                                   &rt_.counters, &device_);
-  // NCCL communicators are made collectively; a rank whose engine failed must still
-  // answer, so every set goes through process_set_added on every rank with an engine.
+  Error err = DeviceEngine::create(rt_.gpu_device, rt_.params.gpu_operations,
+                                   rt_.params.nccl_library, &host_, &rt_.counters, &device_);
+  // A backend may make communicators here, collectively; a rank whose engine failed
+  // must still answer, so every set goes through process_set_added on every rank with
+  // an engine. (NCCL makes a set's at its first collective, so that NCCL is loaded only
+  // when a GPU collective needs it.)
   if (err.ok()) {
     for (auto& set : rt_.sets.all()) {
       Error added = device_->process_set_added(set->communicator());

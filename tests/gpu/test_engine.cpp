@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
     MpiBackend mpi(8 << 20, &counters);
     std::unique_ptr<DeviceEngine> engine;
     CHECK_OK(DeviceEngine::create(rank % devices, use_nccl ? GpuOperations::Nccl : GpuOperations::Mpi,
-                                  &mpi, &counters, &engine));
+                                  "", &mpi, &counters, &engine));
     std::printf("rank %d: %s\n", rank, engine->description().c_str());
     std::vector<int> everyone;
     for (int r = 0; r < size; ++r) everyone.push_back(r);

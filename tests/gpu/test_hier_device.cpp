@@ -312,8 +312,8 @@ int main(int argc, char** argv) {
     CHECK(hier.useful());
     std::unique_ptr<DeviceEngine> engine;
     CHECK_OK(DeviceEngine::create(nccl ? job.rank : job.rank % devices,
-                                  nccl ? GpuOperations::Nccl : GpuOperations::Mpi, &mpi, &counters,
-                                  &engine));
+                                  nccl ? GpuOperations::Nccl : GpuOperations::Mpi, "", &mpi,
+                                  &counters, &engine));
     if (mode == "nccl-mpi-cross") engine->set_hierarchical_cross(CrossTransport::Mpi);
     std::vector<int> everyone;
     for (int r = 0; r < job.size; ++r) everyone.push_back(r);

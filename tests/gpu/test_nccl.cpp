@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<DeviceContext> ctx;
     CHECK_OK(DeviceContext::create(rank, &ctx));
     TrafficCounters counters;
-    NcclBackend nccl(ctx.get(), &counters);
+    NcclBackend nccl(ctx.get(), &counters, "");
     std::vector<int> everyone;
     for (int r = 0; r < size; ++r) everyone.push_back(r);
     auto world = make_process_set(0, everyone, MPI_COMM_WORLD, rank, size);

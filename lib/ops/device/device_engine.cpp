@@ -35,8 +35,9 @@ DeviceEngine::~DeviceEngine() {
   copier_.reset();
 }
 
-Error DeviceEngine::create(int device, GpuOperations mode, Backend* host,
-                           TrafficCounters* counters, std::unique_ptr<DeviceEngine>* out) {
+Error DeviceEngine::create(int device, GpuOperations mode, const std::string& nccl_library,
+                           Backend* host, TrafficCounters* counters,
+                           std::unique_ptr<DeviceEngine>* out) {
 #if !HVD_HAVE_NCCL
   if (mode == GpuOperations::Nccl)
     return make_error(HVD_ERR_UNSUPPORTED,
@@ -51,12 +52,13 @@ Error DeviceEngine::create(int device, GpuOperations mode, Backend* host,
   e->counters_ = counters;
 #if HVD_HAVE_NCCL
   if (mode != GpuOperations::Mpi) {
-    e->nccl_ = std::make_unique<NcclBackend>(e->context_.get(), counters);
+    e->nccl_ = std::make_unique<NcclBackend>(e->context_.get(), counters, nccl_library);
     e->description_ = "nccl on CUDA device " + std::to_string(device);
   } else {
     e->description_ = "mpi-staged on CUDA device " + std::to_string(device) + " (HOROVOD_GPU_OPERATIONS=MPI)";
   }
 #else
+  (void)nccl_library;
   e->description_ = "mpi-staged on CUDA device " + std::to_string(device) + " (built without NCCL)";
 #endif
   *out = std::move(e);

@@ -44,8 +44,11 @@ class DeviceEngine {
  public:
   // Makes device current and builds the backends. host is the MPI backend used for
   // staging; it and counters outlive the engine. HOROVOD_GPU_OPERATIONS=NCCL in a
-  // build without NCCL is HVD_ERR_UNSUPPORTED; no device is HVD_ERR_CUDA.
-  static Error create(int device, GpuOperations mode, Backend* host, TrafficCounters* counters,
+  // build without NCCL is HVD_ERR_UNSUPPORTED; no device is HVD_ERR_CUDA. NCCL is not
+  // loaded here but by the first collective that needs it, from nccl_library
+  // (HVD_NCCL_LIBRARY) when no NCCL is in the process by then.
+  static Error create(int device, GpuOperations mode, const std::string& nccl_library,
+                      Backend* host, TrafficCounters* counters,
                       std::unique_ptr<DeviceEngine>* out);
   ~DeviceEngine();
 

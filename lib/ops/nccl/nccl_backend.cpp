@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "base/dtype.h"
+#include "ops/nccl/nccl_loader.h"
 
 namespace hvd {
 
@@ -17,17 +18,20 @@ struct NcclBackend::Comm {
 
 namespace {
 
-Error nccl_error(ncclResult_t rc, const char* what, ncclComm_t comm = nullptr) {
-  const char* detail = comm ? ncclGetLastError(comm) : ncclGetLastError(nullptr);
-  return make_error(HVD_ERR_NCCL, "%s failed: %s%s%s", what, ncclGetErrorString(rc),
+Error nccl_error(const NcclApi& nccl, ncclResult_t rc, const char* what,
+                 ncclComm_t comm = nullptr) {
+  const char* detail = nccl.GetLastError(comm);
+  return make_error(HVD_ERR_NCCL, "%s failed: %s%s%s", what, nccl.GetErrorString(rc),
                     detail && *detail ? ": " : "", detail ? detail : "");
 }
 
-#define HVD_NCCL_CHECK(call, comm)                                  \
-  do {                                                              \
-    ncclResult_t hvd_nccl_rc_ = (call);                             \
-    if (hvd_nccl_rc_ != ncclSuccess) return nccl_error(hvd_nccl_rc_, #call, comm); \
+// Calls NCCL through the loaded table api_ (or the one given, in helpers).
+#define HVD_NCCL_CHECK_WITH(api, call, comm)                                        \
+  do {                                                                              \
+    ncclResult_t hvd_nccl_rc_ = (api).call;                                         \
+    if (hvd_nccl_rc_ != ncclSuccess) return nccl_error(api, hvd_nccl_rc_, "nccl" #call, comm); \
   } while (0)
+#define HVD_NCCL_CHECK(call, comm) HVD_NCCL_CHECK_WITH(*api_, call, comm)
 
 bool nccl_type(hvd_dtype_t dtype, ncclDataType_t* out) {
   switch (dtype) {
@@ -86,17 +90,18 @@ class DeviceGuard {
 // Runs ncclGroupStart/End around a scope; end() reports the group's error.
 class Group {
  public:
-  Group() { started_ = ncclGroupStart() == ncclSuccess; }
+  explicit Group(const NcclApi& nccl) : nccl_(nccl) { started_ = nccl.GroupStart() == ncclSuccess; }
   ~Group() {
-    if (started_) ncclGroupEnd();
+    if (started_) nccl_.GroupEnd();
   }
   Error end() {
     started_ = false;
-    HVD_NCCL_CHECK(ncclGroupEnd(), nullptr);
+    HVD_NCCL_CHECK_WITH(nccl_, GroupEnd(), nullptr);
     return Error::success();
   }
 
  private:
+  const NcclApi& nccl_;
   bool started_ = false;
 };
 
@@ -108,19 +113,20 @@ bool equal_blocks(const std::vector<int64_t>& counts, const std::vector<int64_t>
 
 }  // namespace
 
-NcclBackend::NcclBackend(DeviceContext* device, TrafficCounters* counters)
-    : device_(device), counters_(counters) {}
+NcclBackend::NcclBackend(DeviceContext* device, TrafficCounters* counters,
+                         std::string nccl_library)
+    : device_(device), counters_(counters), nccl_library_(std::move(nccl_library)) {}
 
 NcclBackend::~NcclBackend() {
   DeviceGuard guard(device_->device());
   device_->synchronize();
   for (auto& [key, c] : comms_)
-    if (c->comm) ncclCommDestroy(c->comm);
+    if (c->comm) api_->CommDestroy(c->comm);
 }
 
 void NcclBackend::abort_all() {
   for (auto& [key, c] : comms_)
-    if (c->comm) ncclCommAbort(c->comm);
+    if (c->comm) api_->CommAbort(c->comm);
 }
 
 bool NcclBackend::supports(hvd_dtype_t dtype) {
@@ -129,13 +135,34 @@ bool NcclBackend::supports(hvd_dtype_t dtype) {
 }
 
 int NcclBackend::version_code() {
-  int version = 0;
-  // The library loaded at run time, which may be newer than the headers built against.
-  if (ncclGetVersion(&version) != ncclSuccess) version = NCCL_VERSION_CODE;
-  return version;
+  // Asking must not load NCCL (that would pick the NCCL a framework loaded later gets):
+  // before one is in the process, the version of the headers libhvd was built with.
+  const int in_process = nccl_version_in_process();
+  return in_process ? in_process : NCCL_VERSION_CODE;
+}
+
+Error NcclBackend::load() {
+  if (api_) return Error::success();
+  Error err;
+  api_ = load_nccl(nccl_library_, &err);
+  return api_ ? Error::success() : err;
 }
 
 Error NcclBackend::create(int64_t key, MPI_Comm comm, int rank, int size) {
+  // Every rank says whether it has NCCL before any waits in NCCL: a rank that could
+  // not load it must fail the others too, not leave them in ncclCommInitRank.
+  const Error loaded = load();
+  int ready = loaded.ok() ? 1 : 0;
+  int all_ready = 0;
+  int mpi_rc = MPI_Allreduce(&ready, &all_ready, 1, MPI_INT, MPI_MIN, comm);
+  if (mpi_rc != MPI_SUCCESS)
+    return make_error(HVD_ERR_MPI, "agreeing on NCCL's presence failed (MPI error %d)", mpi_rc);
+  if (!loaded.ok()) return loaded;
+  if (!all_ready)
+    return make_error(HVD_ERR_NCCL,
+                      "another rank of the group could not load NCCL (its error says why); "
+                      "this rank loaded NCCL %s from %s",
+                      nccl_version_text(api_->version).c_str(), api_->location.c_str());
   // The root's id travels with a flag, so that a failure there fails every rank
   // instead of leaving them waiting in ncclCommInitRank.
   struct {
@@ -145,9 +172,9 @@ Error NcclBackend::create(int64_t key, MPI_Comm comm, int rank, int size) {
   std::memset(&msg, 0, sizeof msg);
   std::string root_error;
   if (rank == 0) {
-    ncclResult_t rc = ncclGetUniqueId(&msg.id);
+    ncclResult_t rc = api_->GetUniqueId(&msg.id);
     msg.ok = rc == ncclSuccess;
-    if (!msg.ok) root_error = nccl_error(rc, "ncclGetUniqueId").message;
+    if (!msg.ok) root_error = nccl_error(*api_, rc, "ncclGetUniqueId").message;
   }
   int rc = MPI_Bcast(&msg, sizeof msg, MPI_BYTE, 0, comm);
   if (rc != MPI_SUCCESS)
@@ -159,9 +186,9 @@ Error NcclBackend::create(int64_t key, MPI_Comm comm, int rank, int size) {
   auto c = std::make_unique<Comm>();
   c->rank = rank;
   c->size = size;
-  const ncclResult_t rc_init = ncclCommInitRank(&c->comm, size, msg.id, rank);
+  const ncclResult_t rc_init = api_->CommInitRank(&c->comm, size, msg.id, rank);
   if (rc_init != ncclSuccess) {
-    Error err = nccl_error(rc_init, "ncclCommInitRank");
+    Error err = nccl_error(*api_, rc_init, "ncclCommInitRank");
     // Ranks sharing a GPU: NCCL refuses them on every rank; say what to change.
     if (rc_init == ncclInvalidUsage && err.message.find("Duplicate GPU") != std::string::npos)
       err.message += "; NCCL needs a GPU of its own for each rank: start as many ranks per node "
@@ -173,9 +200,11 @@ Error NcclBackend::create(int64_t key, MPI_Comm comm, int rank, int size) {
   return Error::success();
 }
 
-Error NcclBackend::process_set_added(const Communicator& comm) {
-  if (!comm.member() || comms_.count(comm.id)) return Error::success();
-  return create(comm.id, comm.mpi, comm.rank, comm.size);
+Error NcclBackend::process_set_added(const Communicator&) {
+  // The set's communicator is made by its first GPU collective (comm_for_set), so that
+  // NCCL is loaded only when one needs it: by then the framework that owns the
+  // tensors has loaded its own NCCL, which libhvd then shares.
+  return Error::success();
 }
 
 void NcclBackend::process_set_removed(const Communicator& comm) {
@@ -183,7 +212,7 @@ void NcclBackend::process_set_removed(const Communicator& comm) {
   if (it == comms_.end()) return;
   DeviceGuard guard(device_->device());
   device_->synchronize();  // no queued work may still use it
-  if (it->second->comm) ncclCommDestroy(it->second->comm);
+  if (it->second->comm) api_->CommDestroy(it->second->comm);
   comms_.erase(it);
 }
 
@@ -229,12 +258,14 @@ Error NcclBackend::comm_for_key(int64_t key, Comm** out) {
 }
 
 Error NcclBackend::group_start() {
-  HVD_NCCL_CHECK(ncclGroupStart(), nullptr);
+  HVD_RETURN_IF_ERROR(load());
+  HVD_NCCL_CHECK(GroupStart(), nullptr);
   return Error::success();
 }
 
 Error NcclBackend::group_end() {
-  HVD_NCCL_CHECK(ncclGroupEnd(), nullptr);
+  HVD_RETURN_IF_ERROR(load());
+  HVD_NCCL_CHECK(GroupEnd(), nullptr);
   return Error::success();
 }
 
@@ -245,7 +276,7 @@ Error NcclBackend::do_allreduce(Comm& c, const void* send, void* recv, int64_t c
   Error err = check_reduction(dtype, op, &type);
   if (!err.ok()) return err;
   DeviceGuard guard(device_->device());
-  HVD_NCCL_CHECK(ncclAllReduce(send, recv, static_cast<size_t>(count), type, nccl_op(op, dtype),
+  HVD_NCCL_CHECK(AllReduce(send, recv, static_cast<size_t>(count), type, nccl_op(op, dtype),
                                c.comm, stream_of(device_)),
                  c.comm);
   if (bytes && c.size > 1)
@@ -280,7 +311,7 @@ Error NcclBackend::broadcast(void* buffer, int64_t count, hvd_dtype_t dtype, int
     return make_error(HVD_ERR_INVALID_ARGUMENT, "root %d is not a rank of process set %d", root, comm.id);
   DeviceGuard guard(device_->device());
   const size_t bytes = static_cast<size_t>(count) * dtype_size(dtype);
-  HVD_NCCL_CHECK(ncclBroadcast(buffer, buffer, bytes, ncclUint8, root, c->comm, stream_of(device_)),
+  HVD_NCCL_CHECK(Broadcast(buffer, buffer, bytes, ncclUint8, root, c->comm, stream_of(device_)),
                  c->comm);
   counters_->collectives.fetch_add(1, std::memory_order_relaxed);
   if (c->rank == root) counters_->global_bytes.fetch_add(bytes, std::memory_order_relaxed);
@@ -299,15 +330,15 @@ Error NcclBackend::do_allgatherv(Comm& c, const void* send, void* recv,
   const int me = c.rank;
   if (equal_blocks(counts, displs)) {
     const size_t block = static_cast<size_t>(counts[0]) * esize;
-    HVD_NCCL_CHECK(ncclAllGather(send, out, block, ncclUint8, c.comm, stream_of(device_)), c.comm);
+    HVD_NCCL_CHECK(AllGather(send, out, block, ncclUint8, c.comm, stream_of(device_)), c.comm);
   } else {
     // Unequal blocks: every rank broadcasts its own, all in one group.
-    Group group;
+    Group group(*api_);
     for (int r = 0; r < c.size; ++r) {
       const size_t n = static_cast<size_t>(counts[static_cast<size_t>(r)]) * esize;
       if (n == 0) continue;
       char* dst = out + displs[static_cast<size_t>(r)] * esize;
-      HVD_NCCL_CHECK(ncclBroadcast(r == me ? send : dst, dst, n, ncclUint8, r, c.comm,
+      HVD_NCCL_CHECK(Broadcast(r == me ? send : dst, dst, n, ncclUint8, r, c.comm,
                                    stream_of(device_)),
                      c.comm);
     }
@@ -355,16 +386,16 @@ Error NcclBackend::alltoallv(const void* send, const std::vector<int64_t>& send_
   DeviceGuard guard(device_->device());
   const size_t esize = dtype_size(dtype);
   uint64_t sent = 0;
-  Group group;
+  Group group(*api_);
   for (size_t r = 0; r < n; ++r) {
     const size_t out_bytes = static_cast<size_t>(send_counts[r]) * esize;
     const size_t in_bytes = static_cast<size_t>(recv_counts[r]) * esize;
     if (out_bytes > 0)
-      HVD_NCCL_CHECK(ncclSend(static_cast<const char*>(send) + send_displs[r] * esize, out_bytes,
+      HVD_NCCL_CHECK(Send(static_cast<const char*>(send) + send_displs[r] * esize, out_bytes,
                               ncclUint8, static_cast<int>(r), c->comm, stream_of(device_)),
                      c->comm);
     if (in_bytes > 0)
-      HVD_NCCL_CHECK(ncclRecv(static_cast<char*>(recv) + recv_displs[r] * esize, in_bytes,
+      HVD_NCCL_CHECK(Recv(static_cast<char*>(recv) + recv_displs[r] * esize, in_bytes,
                               ncclUint8, static_cast<int>(r), c->comm, stream_of(device_)),
                      c->comm);
     if (static_cast<int>(r) != c->rank) sent += out_bytes;
@@ -393,17 +424,17 @@ Error NcclBackend::do_reducescatter(Comm& c, const void* send, void* recv,
     total += k;
   }
   if (equal) {
-    HVD_NCCL_CHECK(ncclReduceScatter(send, recv, static_cast<size_t>(counts[0]), type,
+    HVD_NCCL_CHECK(ReduceScatter(send, recv, static_cast<size_t>(counts[0]), type,
                                      nccl_op(op, dtype), c.comm, stream_of(device_)),
                    c.comm);
   } else {
     // Unequal blocks: one reduce per block to its owner, all in one group.
-    Group group;
+    Group group(*api_);
     int64_t offset = 0;
     for (int r = 0; r < c.size; ++r) {
       const int64_t k = counts[static_cast<size_t>(r)];
       if (k > 0)
-        HVD_NCCL_CHECK(ncclReduce(static_cast<const char*>(send) + offset * esize,
+        HVD_NCCL_CHECK(Reduce(static_cast<const char*>(send) + offset * esize,
                                   r == c.rank ? recv : nullptr, static_cast<size_t>(k), type,
                                   nccl_op(op, dtype), r, c.comm, stream_of(device_)),
                        c.comm);
@@ -447,7 +478,7 @@ Error NcclBackend::reduce_on(int64_t key, const void* send, void* recv, int64_t 
   if (root < 0 || root >= c->size)
     return make_error(HVD_ERR_INTERNAL, "reduce root %d is outside a communicator of %d", root, c->size);
   DeviceGuard guard(device_->device());
-  HVD_NCCL_CHECK(ncclReduce(send, recv, static_cast<size_t>(count), type, nccl_op(op, dtype), root,
+  HVD_NCCL_CHECK(Reduce(send, recv, static_cast<size_t>(count), type, nccl_op(op, dtype), root,
                             c->comm, stream_of(device_)),
                  c->comm);
   return Error::success();
@@ -462,10 +493,10 @@ Error NcclBackend::broadcasts_on(int64_t key, const std::vector<BroadcastBlock>&
       return make_error(HVD_ERR_INTERNAL, "broadcast root %d is outside a communicator of %d",
                         b.root, c->size);
   DeviceGuard guard(device_->device());
-  Group group;
+  Group group(*api_);
   for (const BroadcastBlock& b : blocks) {
     if (b.bytes == 0) continue;
-    HVD_NCCL_CHECK(ncclBroadcast(b.buffer, b.buffer, b.bytes, ncclUint8, b.root, c->comm,
+    HVD_NCCL_CHECK(Broadcast(b.buffer, b.buffer, b.bytes, ncclUint8, b.root, c->comm,
                                  stream_of(device_)),
                    c->comm);
   }
@@ -483,14 +514,14 @@ Error NcclBackend::send_recv_on(int64_t key, const std::vector<PeerBlock>& sends
         return make_error(HVD_ERR_INTERNAL, "peer %d is not another rank of a communicator of %d",
                           b.peer, c->size);
   DeviceGuard guard(device_->device());
-  Group group;
+  Group group(*api_);
   for (const PeerBlock& b : sends)
     if (b.bytes)
-      HVD_NCCL_CHECK(ncclSend(b.buffer, b.bytes, ncclUint8, b.peer, c->comm, stream_of(device_)),
+      HVD_NCCL_CHECK(Send(b.buffer, b.bytes, ncclUint8, b.peer, c->comm, stream_of(device_)),
                      c->comm);
   for (const PeerBlock& b : recvs)
     if (b.bytes)
-      HVD_NCCL_CHECK(ncclRecv(b.buffer, b.bytes, ncclUint8, b.peer, c->comm, stream_of(device_)),
+      HVD_NCCL_CHECK(Recv(b.buffer, b.bytes, ncclUint8, b.peer, c->comm, stream_of(device_)),
                      c->comm);
   return group.end();
 }

@@ -1,8 +1,11 @@
 // Device-memory collectives over NCCL, on the library's CUDA stream. One NCCL
-// communicator per process set (made collectively, through an MPI broadcast of the
-// NCCL unique id on the set's communicator), plus any the runtime adds for the local
-// and cross groups. Calls return once the work is queued on the stream: record a
-// DeviceEvent after them for completion.
+// communicator per process set (made collectively by the set's first collective,
+// through an MPI broadcast of the NCCL unique id on the set's communicator), plus any
+// the runtime adds for the local and cross groups. Calls return once the work is
+// queued on the stream: record a DeviceEvent after them for completion.
+//
+// NCCL itself is loaded when the first communicator is made (nccl_loader.h); until
+// then nothing here touches it, and a failure to load is every rank's HVD_ERR_NCCL.
 //
 // Reductions take uint8, int8, int32, int64, float16, bfloat16, float32, float64 and
 // bool (MIN/PRODUCT as logical and, SUM/MAX as logical or); 16-bit integers are
@@ -14,6 +17,7 @@
 
 #include <map>
 #include <memory>
+#include <string>
 
 #include <mpi.h>
 
@@ -22,19 +26,24 @@
 
 namespace hvd {
 
+struct NcclApi;
+
 class NcclBackend : public Backend {
  public:
   // Keys of the communicators the runtime may add besides process sets (ids >= 0).
   static constexpr int64_t kLocalComm = -1;
   static constexpr int64_t kCrossComm = -2;
 
-  NcclBackend(DeviceContext* device, TrafficCounters* counters);
+  // nccl_library: HVD_NCCL_LIBRARY ("" when unset), where NCCL is loaded from when no
+  // NCCL is in the process yet.
+  NcclBackend(DeviceContext* device, TrafficCounters* counters, std::string nccl_library);
   ~NcclBackend() override;
   const char* name() const override { return "nccl"; }
 
   // Whether NCCL can reduce dtype (allreduce, reducescatter).
   static bool supports(hvd_dtype_t dtype);
-  // The NCCL library's version code (ncclGetVersion: e.g. 21805 for 2.18.5).
+  // The NCCL version code (ncclGetVersion: e.g. 21805 for 2.18.5) of the NCCL in the
+  // process, else of the headers libhvd was built with. Loads nothing.
   static int version_code();
 
   Error allreduce(const void* send, void* recv, int64_t count, hvd_dtype_t dtype,
@@ -52,9 +61,8 @@ class NcclBackend : public Backend {
   Error reducescatter(const void* send, void* recv, const std::vector<int64_t>& counts,
                       hvd_dtype_t dtype, hvd_reduce_op_t op, const Communicator& comm) override;
 
-  // Collective over the set's members (non-members return at once). Sets without a
-  // communicator get one on first use as well, since members run the same
-  // operations in the same order.
+  // Makes nothing: a set's communicator is made by its first collective, collectively
+  // over its members, since members run the same operations in the same order.
   Error process_set_added(const Communicator& comm) override;
   void process_set_removed(const Communicator& comm) override;
 
@@ -108,6 +116,8 @@ class NcclBackend : public Backend {
 
  private:
   struct Comm;
+  // Loads NCCL on first use (api_); HVD_ERR_NCCL saying why when it cannot.
+  Error load();
   Error comm_for_set(const Communicator& comm, Comm** out);
   Error comm_for_key(int64_t key, Comm** out);
   Error create(int64_t key, MPI_Comm comm, int rank, int size);
@@ -122,6 +132,8 @@ class NcclBackend : public Backend {
 
   DeviceContext* device_;
   TrafficCounters* counters_;
+  std::string nccl_library_;
+  const NcclApi* api_ = nullptr;  // set by load(); every communicator implies it
   std::map<int64_t, std::unique_ptr<Comm>> comms_;
 };
 
