@@ -264,3 +264,41 @@ def test_outputs_are_64_byte_aligned():
     y = tf.function(lambda t: _bridge.run(lambda _: [unaligned], [t], [tf.float32])[0])(
         tf.zeros([1]))
     np.testing.assert_array_equal(y.numpy(), np.arange(8))
+
+
+def test_graph_allreduce_reuses_outputs_only_once_released():
+    from hvd.tensorflow._reused_outputs import ReusedOutputs
+    outputs = ReusedOutputs(keep=2)
+    first = outputs.take((4, 3), np.float32)
+    assert is_aligned(first) and first.shape == (4, 3) and first.dtype == np.float32
+    address = first.ctypes.data
+    second = outputs.take((4, 3), np.float32)  # `first` is held: another array
+    assert second.ctypes.data != address
+    view = first[1:]
+    del first
+    assert outputs.take((4, 3), np.float32).ctypes.data not in (address, second.ctypes.data)
+    del view  # nothing refers to the first array's memory any more
+    assert outputs.take((4, 3), np.float32).ctypes.data == address
+    assert outputs.take((5,), np.float32).shape == (5,)  # another shape: a new array
+
+
+def test_graph_allreduce_keeps_the_results_a_caller_holds():
+    r, n = ranks()
+    reduce = tf.function(lambda t: hvd_tf.allreduce(t, op=hvd_tf.Sum, name="reused.out"))
+    held = [reduce(tf.fill([1000], float(step + r))) for step in range(4)]
+    for step, y in enumerate(held):
+        np.testing.assert_array_equal(y.numpy(), np.full(1000, n * step + n * (n - 1) / 2))
+    # Released results are reduced into again; the values stay right.
+    for step in range(4):
+        y = reduce(tf.fill([1000], float(step + r))).numpy()
+        np.testing.assert_array_equal(y, np.full(1000, n * step + n * (n - 1) / 2))
+
+
+def test_tensorflow_processes_are_not_bound_to_one_core_by_default():
+    import os
+    if os.environ.get("HVD_CPU_BIND", "none") != "none":
+        pytest.skip("HVD_CPU_BIND was set for this run")
+    # Imported before init(): the default is `none`, so the process keeps every CPU
+    # its launcher gave it (TensorFlow sizes its thread pools from them).
+    assert os.environ["HVD_CPU_BIND"] == "none"
+    assert os.sched_getaffinity(0) == os.sched_getaffinity(os.getppid())

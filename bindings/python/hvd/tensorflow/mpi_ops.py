@@ -16,6 +16,7 @@ import tensorflow as tf
 from .. import basics, collectives
 from ..basics import Average, Sum, global_process_set, rank
 from . import _bridge
+from ._reused_outputs import ReusedOutputs
 from .compression import Compression
 
 __all__ = ["allreduce", "grouped_allreduce", "allgather", "grouped_allgather", "broadcast",
@@ -57,9 +58,13 @@ def _known(process_set):
 def _dense_allreduce(tensor, op, prescale_factor, postscale_factor, name, process_set):
     @tf.custom_gradient
     def forward(x):
+        # Inside a graph the op reduces into arrays it reuses (_reused_outputs.py).
+        outputs = None if tf.executing_eagerly() else ReusedOutputs()
+
         def reduce(array):
+            out = None if outputs is None else outputs.take(array.shape, array.dtype)
             return [collectives.allreduce(array, op, name, prescale_factor, postscale_factor,
-                                          process_set)]
+                                          process_set, out=out)]
         y, = _bridge.run(reduce, [x], [x.dtype])
 
         def grad(dy):
