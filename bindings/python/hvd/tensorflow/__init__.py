@@ -18,18 +18,6 @@ except ImportError as _error:
     raise ImportError(f"hvd.tensorflow needs TensorFlow 2 ({_error}); install it, for "
                       "example pip install tensorflow-cpu") from _error
 
-import os as _os
-
-# A TensorFlow process computes on every CPU it may use: it sizes its thread pools from
-# the process's CPUs when it first runs an op. HVD_CPU_BIND=auto binds each rank of a
-# shared machine to one core, which suits a collective's latency but leaves
-# TensorFlow one thread on one core; on a machine busy with other work that rank then
-# gets a share of that core only (Horovod's TensorFlow 2 synthetic benchmark, 2 ranks
-# on 2 loaded cores: 0.34 s of CPU per step in 1.25 s against 0.40 s in 0.87 s for
-# Horovod, which binds nothing). Unless the user chose, a TensorFlow process is left
-# where the launcher put it.
-_os.environ.setdefault("HVD_CPU_BIND", "none")
-
 from ..basics import (ccl_built, ddl_built, gloo_built, gloo_enabled, mpi_threads_supported,
                       rocm_built, Adasum, Average, Max, Min, Product, ProcessSet, Sum, add_process_set,
                       barrier, cross_rank, cross_size, cuda_built, global_process_set,
