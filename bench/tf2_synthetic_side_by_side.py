@@ -1,20 +1,21 @@
 """Horovod's tensorflow2_synthetic_benchmark.py on libhvd, on real Horovod, and the same
 step on TensorFlow's MultiWorkerMirroredStrategy, alternated, on this machine.
 
-    python3 bench/tf2_synthetic_side_by_side.py --libhvd-python VENV/bin/python \\
-        --horovod-python HVENV/bin/python --rounds 3 --json bench/results/FILE.jsonl \\
+    python3 bench/tf2_synthetic_side_by_side.py --horovod-checkout HOROVOD \\
+        --libhvd-python VENV/bin/python --horovod-python HVENV/bin/python \\
+        --rounds 3 --json bench/results/FILE.jsonl \\
         -- --model MobileNetV2 --batch-size 8 --num-iters 5 --num-batches-per-iter 5
 
 Contenders (each left out when its interpreter is not given):
-- libhvd: `hvdrun -np N PYTHON bench/tensorflow2_synthetic_benchmark.py ARGS`, PYTHON a
+- libhvd: `hvdrun -np N PYTHON SCRIPT ARGS`, PYTHON a
   TensorFlow 2 that imports libhvd's `horovod` stand-in (pip install . in its venv);
-- horovod: `mpiexec -n N PYTHON bench/tensorflow2_synthetic_benchmark.py ARGS`, PYTHON
+- horovod: `mpiexec -n N PYTHON SCRIPT ARGS`, PYTHON
   one whose horovod is real Horovod built against the same MPI;
 - mwms: `PYTHON bench/tf2_mwms_synthetic_benchmark.py --workers N ARGS` (default:
   the libhvd interpreter, i.e. the same TensorFlow).
 
-The script is Horovod 0.28.1's examples/tensorflow2/tensorflow2_synthetic_benchmark.py,
-unchanged. Every contender gets the same ARGS. A round runs each contender once, the
+SCRIPT is examples/tensorflow2/tensorflow2_synthetic_benchmark.py of the Horovod
+source tree that --horovod-checkout names (0.28.1's was measured), run unchanged. Every contender gets the same ARGS. A round runs each contender once, the
 order rotating from round to round; each run's "Total img/sec" and the load average
 before it are printed and, with --json, appended to FILE as one JSON line, followed by
 one summary line per contender (median over the rounds, and libhvd's ratio to it).
@@ -37,6 +38,9 @@ def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      epilog=__doc__.split("\n\n", 1)[1],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--horovod-checkout", required=True,
+                        help="a Horovod source tree: its examples/tensorflow2/"
+                        "tensorflow2_synthetic_benchmark.py is what runs")
     parser.add_argument("--libhvd-python", help="interpreter for libhvd's run")
     parser.add_argument("--hvdrun", help="hvdrun to launch it (default: beside "
                         "--libhvd-python, else on PATH)")
@@ -65,7 +69,10 @@ def parse_args():
 
 
 def commands(args):
-    script = os.path.join(HERE, "tensorflow2_synthetic_benchmark.py")
+    script = os.path.join(args.horovod_checkout, "examples", "tensorflow2",
+                          "tensorflow2_synthetic_benchmark.py")
+    if not os.path.exists(script):
+        sys.exit(f"no {script}: --horovod-checkout must name a Horovod source tree")
     mwms = os.path.join(HERE, "tf2_mwms_synthetic_benchmark.py")
     n = str(args.ranks)
     found = {}
