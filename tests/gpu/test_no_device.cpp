@@ -10,15 +10,10 @@
 #include "ops/device/device_context.h"
 #include "ops/device/device_runtime.h"
 
+#include "../common/check.h"
+
 using namespace hvd;
 
-#define CHECK(cond)                                                              \
-  do {                                                                           \
-    if (!(cond)) {                                                               \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      return 1;                                                                  \
-    }                                                                            \
-  } while (0)
 
 int main() {
   std::string why;

@@ -14,16 +14,10 @@
 #include <string>
 
 #include "ops/nccl/nccl_loader.h"
+#include "../common/check.h"
 
 using namespace hvd;
 
-#define CHECK(cond)                                                                 \
-  do {                                                                              \
-    if (!(cond)) {                                                                  \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      return 1;                                                                     \
-    }                                                                               \
-  } while (0)
 
 namespace {
 
