@@ -10,11 +10,14 @@ namespace hvd {
 
 namespace {
 
+// The way around NCCL that every refusal below offers last.
+#define HVD_STAGE_THROUGH_HOST \
+  "set HOROVOD_GPU_OPERATIONS=MPI to stage device tensors through host memory"
+
 // What a user can do when libnccl.so.2 cannot be loaded or used.
 constexpr const char* kWhatToDo =
     "install NCCL 2.18 or later where the dynamic linker finds libnccl.so.2 (ldconfig or "
-    "LD_LIBRARY_PATH), set HVD_NCCL_LIBRARY to the file's path, or set "
-    "HOROVOD_GPU_OPERATIONS=MPI to stage device tensors through host memory";
+    "LD_LIBRARY_PATH), set HVD_NCCL_LIBRARY to the file's path, or " HVD_STAGE_THROUGH_HOST;
 
 std::mutex load_mutex;
 NcclApi loaded_api;
@@ -111,8 +114,7 @@ const NcclApi* load_nccl(const std::string& explicit_path, Error* error) {
     if (!try_candidate(handle, "already loaded in the process", &api, &why)) {
       *error = make_error(HVD_ERR_NCCL,
                           "the NCCL already loaded in this process cannot be used: %s; load "
-                          "NCCL 2.18 or later in the framework, or set HOROVOD_GPU_OPERATIONS=MPI "
-                          "to stage device tensors through host memory",
+                          "NCCL 2.18 or later in the framework, or " HVD_STAGE_THROUGH_HOST,
                           why.c_str());
       return nullptr;
     }
@@ -124,8 +126,7 @@ const NcclApi* load_nccl(const std::string& explicit_path, Error* error) {
       *error = make_error(HVD_ERR_NCCL,
                           "NCCL could not be loaded from HVD_NCCL_LIBRARY=%s: %s; point "
                           "HVD_NCCL_LIBRARY at NCCL 2.18 or later (libnccl.so.2), unset it to "
-                          "load libnccl.so.2 where the dynamic linker finds it, or set "
-                          "HOROVOD_GPU_OPERATIONS=MPI to stage device tensors through host memory",
+                          "load libnccl.so.2 where the dynamic linker finds it, or " HVD_STAGE_THROUGH_HOST,
                           explicit_path.c_str(), why.c_str());
       return nullptr;
     }
