@@ -292,3 +292,19 @@ def test_graph_allreduce_keeps_the_results_a_caller_holds():
     for step in range(4):
         y = reduce(tf.fill([1000], float(step + r))).numpy()
         np.testing.assert_array_equal(y, np.full(1000, n * step + n * (n - 1) / 2))
+
+
+def test_graph_grouped_allreduce_keeps_the_results_a_caller_holds():
+    """The same for each member of a group (a gradient tape's reduction)."""
+    r, n = ranks()
+    reduce = tf.function(lambda a, b: hvd_tf.grouped_allreduce(
+        [a, b], op=hvd_tf.Sum, name="reused.group"))
+    held = [reduce(tf.fill([1000], float(step + r)), tf.fill([3], step * 10.0 + r))
+            for step in range(4)]
+    for step, (a, b) in enumerate(held):
+        np.testing.assert_array_equal(a.numpy(), np.full(1000, n * step + n * (n - 1) / 2))
+        np.testing.assert_array_equal(b.numpy(), np.full(3, n * step * 10.0 + n * (n - 1) / 2))
+    for step in range(4):
+        a, b = reduce(tf.fill([1000], float(step + r)), tf.fill([3], step * 10.0 + r))
+        np.testing.assert_array_equal(a.numpy(), np.full(1000, n * step + n * (n - 1) / 2))
+        np.testing.assert_array_equal(b.numpy(), np.full(3, n * step * 10.0 + n * (n - 1) / 2))

@@ -151,13 +151,20 @@ def _group_dtype(arrays, dtype, function):
 
 @announces_refusal("grouped_allreduce", "arrays")
 def grouped_allreduce_async(arrays, op=Average, name=None, prescale_factor=1.0,
-                            postscale_factor=1.0, process_set=None, dtype=None):
+                            postscale_factor=1.0, process_set=None, dtype=None, outs=None):
     """Allreduces a list of arrays of one dtype as one unit; the Handle's result is a
-    list of new arrays."""
+    list of new arrays (or of `outs`, one per array, of its shape and dtype)."""
     shapes = [np.shape(a) for a in arrays]
     srcs = [_input(a, "grouped_allreduce") for a in arrays]
     code = _group_dtype(srcs, dtype, "grouped_allreduce")
-    outs = [aligned_empty_like(s) for s in srcs]
+    if outs is None:
+        outs = [aligned_empty_like(s) for s in srcs]
+    else:
+        outs = [_inplace(o, "grouped_allreduce") for o in outs]
+        for shape, s, o in zip(shapes, srcs, outs):
+            if o.size != s.size or o.dtype != s.dtype:
+                raise ValueError(f"grouped_allreduce: an out array has shape {o.shape} and "
+                                 f"dtype {o.dtype}, expected {shape} and {s.dtype}")
     opts = _options(process_set, prescale_factor, postscale_factor)
     return _raw.grouped_allreduce([s.ctypes.data for s in srcs], [o.ctypes.data for o in outs],
                                   [s.size for s in srcs], code,

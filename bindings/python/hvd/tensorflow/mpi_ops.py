@@ -121,15 +121,16 @@ def _op(op, average):
 
 def _grouped_by_dtype(arrays, name, start):
     """Runs a grouped operation over `arrays` as one libhvd group per dtype (a group
-    holds one dtype), all started before any is waited for: start(members, group_name)
-    returns a Handle. The results in the order of `arrays`."""
+    holds one dtype), all started before any is waited for: start(members, group_name,
+    indices) returns a Handle, indices being the members' places in `arrays`. The
+    results in the order of `arrays`."""
     by_dtype = {}
     for index, array in enumerate(arrays):
         by_dtype.setdefault(np.dtype(array.dtype), []).append(index)
     handles = []
     for dtype, indices in by_dtype.items():
         group_name = None if name is None else f"{name}.{dtype.name}"
-        handles.append((indices, start([arrays[i] for i in indices], group_name)))
+        handles.append((indices, start([arrays[i] for i in indices], group_name, indices)))
     results = [None] * len(arrays)
     for indices, handle in handles:
         for i, result in zip(indices, handle.wait()):
@@ -141,11 +142,18 @@ def _dense_grouped_allreduce(tensors, op, prescale_factor, postscale_factor, nam
                              process_set):
     @tf.custom_gradient
     def forward(*xs):
+        # Inside a graph each member reduces into arrays it reuses, as allreduce's do.
+        outputs = None if tf.executing_eagerly() else {}
+
         def reduce(*arrays):
-            return _grouped_by_dtype(arrays, name, lambda members, group_name:
-                                     collectives.grouped_allreduce_async(
-                                         members, op, group_name, prescale_factor,
-                                         postscale_factor, process_set))
+            def start(members, group_name, indices):
+                outs = None if outputs is None else [
+                    outputs.setdefault(i, ReusedOutputs()).take(m.shape, m.dtype)
+                    for i, m in zip(indices, members)]
+                return collectives.grouped_allreduce_async(
+                    members, op, group_name, prescale_factor, postscale_factor,
+                    process_set, outs=outs)
+            return _grouped_by_dtype(arrays, name, start)
         ys = _bridge.run(reduce, xs, [x.dtype for x in xs])
         ys = [_bridge.with_shape(y, x.shape) for x, y in zip(xs, ys)]
 
@@ -230,7 +238,7 @@ def grouped_allgather(tensors, name=None, ignore_name_scope=False,
     @tf.custom_gradient
     def forward(*xs):
         def gather(*arrays):
-            return _grouped_by_dtype(arrays, name, lambda members, group_name:
+            return _grouped_by_dtype(arrays, name, lambda members, group_name, _:
                                      collectives.grouped_allgather_async(
                                          members, group_name, process_set))
         ys = _bridge.run(gather, xs, [x.dtype for x in xs])
@@ -400,7 +408,7 @@ def grouped_reducescatter(tensors, device_dense='', compression=Compression.none
     @tf.custom_gradient
     def forward(*xs):
         def scatter(*arrays):
-            return _grouped_by_dtype(arrays, name, lambda members, group_name:
+            return _grouped_by_dtype(arrays, name, lambda members, group_name, _:
                                      collectives.grouped_reducescatter_async(
                                          members, op, group_name, process_set,
                                          prescale_factor, postscale_factor))
