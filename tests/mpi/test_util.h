@@ -230,6 +230,21 @@ static inline double tu_scaled_expected(int size, int t, int64_t i, hvd_reduce_o
   return tu_is_float(dtype) ? sum / size * 3.0 : floor(sum / size) * 3.0;
 }
 
+/* A process set of ranks 1.. (its rank 0 is global rank 1, so a set-relative root or
+ * first block differs from the global one); *opts names it for this rank's operations.
+ * Returns its id, for hvd_remove_process_set. Needs 3 or more ranks. */
+static inline int32_t tu_add_set_without_rank0(hvd_op_options_t* opts) {
+  const int size = hvd_size();
+  int members[64];
+  assert_true(size >= 3 && size <= 65);
+  for (int r = 1; r < size; ++r) members[r - 1] = r;
+  int32_t id = -1;
+  assert_hvd_ok(hvd_add_process_set(members, size - 1, &id));
+  assert_hvd_ok(hvd_op_options_init(opts));
+  opts->process_set_id = id;
+  return id;
+}
+
 /* One step of such a test: every tensor t (count_of(t) elements, named
  * "<prefix>.<t>") filled with this rank's inputs (an out-of-place output poisoned
  * first), pushed asynchronously with prescale 2 and postscale 3, as a framework's
